@@ -1,0 +1,1 @@
+//! The verdict rendered as SpamAssassin renders it.

@@ -1,0 +1,268 @@
+//! SpamAssassin rules: the `.cf` language ([`cf`]), Perl regex translation
+//! ([`perl`]), and the compiled, immutable [`RuleSet`] a scan runs.
+//!
+//! Loading is two steps. [`cf::Parser`] reads rule files into a [`Config`], a
+//! plain model of every rule and setting; nothing in it is compiled. [`RuleSet::compile`]
+//! turns a `Config` into automata. A rule that cannot be compiled is disabled with
+//! its reason; it never stops the rest from loading.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::score::Score;
+
+pub mod cf;
+pub mod perl;
+
+/// The default rule set written by this project, compiled into every binary.
+pub const DEFAULT_RULES: &str = include_str!("default.cf");
+
+/// Where a definition came from, for lint output.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// File name as given to the parser.
+    pub file: String,
+    /// 1-based line number.
+    pub line: u32,
+}
+
+/// A regular expression as written in a rule, and its translation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    /// The Perl source, delimiters and modifiers included, as in the rule file.
+    pub perl: String,
+    /// The translation to regex-automata syntax (bytes mode, no Unicode classes),
+    /// or why it has none.
+    pub translated: Result<String, perl::Unsupported>,
+}
+
+/// Which header(s) a header rule reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderField {
+    /// One named header, all its instances joined with `\n` (name compared case-insensitively).
+    Named(String),
+    /// `ALL`: the whole header block.
+    All,
+    /// `ToCc`: To and Cc together.
+    ToCc,
+    /// `MESSAGEID`: Message-Id and its variants.
+    MessageId,
+}
+
+/// Which form of the header value a rule reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderForm {
+    /// Unfolded and RFC 2047-decoded (the default).
+    Decoded,
+    /// `:raw`: as in the message.
+    Raw,
+    /// `:addr`: the first e-mail address.
+    Addr,
+    /// `:name`: the first display name.
+    Name,
+}
+
+/// What a header rule tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderTest {
+    /// `=~ /re/`.
+    Matches(Pattern),
+    /// `!~ /re/`.
+    NotMatches(Pattern),
+    /// `exists:Name`.
+    Exists,
+}
+
+/// A header rule's target and test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderRule {
+    /// Which header(s).
+    pub field: HeaderField,
+    /// Which form of the value.
+    pub form: HeaderForm,
+    /// The test.
+    pub test: HeaderTest,
+    /// `[if-unset: TEXT]`: the value used when the header is absent.
+    pub if_unset: Option<String>,
+}
+
+/// A `meta` expression over other rules' results.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetaExpr {
+    /// Another rule's hit count (0 when it did not hit).
+    Rule(String),
+    /// A number literal.
+    Number(f64),
+    /// `!e`
+    Not(alloc::boxed::Box<MetaExpr>),
+    /// `-e`
+    Neg(alloc::boxed::Box<MetaExpr>),
+    /// A binary operation.
+    Binary(MetaOp, alloc::boxed::Box<MetaExpr>, alloc::boxed::Box<MetaExpr>),
+}
+
+/// Binary operators of meta expressions, Perl's precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaOp {
+    /// `&&`
+    And,
+    /// `||`
+    Or,
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+/// What part of the message a rule reads and how it decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleKind {
+    /// `header`
+    Header(HeaderRule),
+    /// `body`: rendered text, one paragraph per line.
+    Body(Pattern),
+    /// `rawbody`: decoded, unrendered text.
+    RawBody(Pattern),
+    /// `full`: the whole raw message.
+    Full(Pattern),
+    /// `uri`: each extracted URI.
+    Uri(Pattern),
+    /// `mimeheader NAME =~ /re/`: headers of MIME parts.
+    MimeHeader {
+        /// Header name.
+        name: String,
+        /// `:raw` given.
+        raw: bool,
+        /// The pattern.
+        pattern: Pattern,
+    },
+    /// `meta`
+    Meta(MetaExpr),
+    /// `header|body|rawbody|full|uri NAME eval:function(args)`.
+    Eval {
+        /// The rule type word it was declared with.
+        on: EvalOn,
+        /// Function name.
+        function: String,
+        /// Argument text between the parentheses, unparsed.
+        args: String,
+    },
+}
+
+/// The rule type an `eval:` rule was declared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalOn {
+    /// `header`
+    Header,
+    /// `body`
+    Body,
+    /// `rawbody`
+    RawBody,
+    /// `full`
+    Full,
+    /// `uri`
+    Uri,
+}
+
+/// `tflags` of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TFlags {
+    /// Count every match, not just the first.
+    pub multiple: bool,
+    /// Stop counting at this many matches (implies `multiple`).
+    pub maxhits: Option<u32>,
+    /// A ham sign: negative score expected.
+    pub nice: bool,
+    /// Needs the network; off in score set 0.
+    pub net: bool,
+    /// Needs Bayes learning.
+    pub learn: bool,
+    /// Hit on the first match only on full (SpamAssassin default); kept for completeness.
+    pub noautolearn: bool,
+}
+
+/// One rule as defined in the rule files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleDef {
+    /// Rule name.
+    pub name: String,
+    /// What it tests.
+    pub kind: RuleKind,
+    /// The four score sets (no net/no bayes, net, bayes, net+bayes); `None` when no `score` line.
+    pub score: Option<[Score; 4]>,
+    /// `describe` text (English, or `lang en`).
+    pub describe: Option<String>,
+    /// `tflags`.
+    pub tflags: TFlags,
+    /// Where the rule was defined.
+    pub origin: Origin,
+}
+
+/// `add_header` directive: which messages, header name suffix, template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddHeader {
+    /// `spam`, `ham` or `all`.
+    pub when: AddHeaderWhen,
+    /// Name after `X-Spam-`.
+    pub name: String,
+    /// Template with `_TAG_`s.
+    pub template: String,
+}
+
+/// When an `add_header` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddHeaderWhen {
+    /// Spam only.
+    Spam,
+    /// Ham only.
+    Ham,
+    /// Both.
+    All,
+}
+
+/// A note about a line of a rule file that was not understood or deliberately ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LintNote {
+    /// Where.
+    pub origin: Origin,
+    /// What and why.
+    pub message: String,
+}
+
+/// Everything the rule files say: rules in definition order and settings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// Rules by first definition order; a later definition of a name replaces the earlier one in place.
+    pub rules: Vec<RuleDef>,
+    /// `required_score`, default 5.0.
+    pub required_score: Score,
+    /// `report_safe` (0, 1 or 2), default 1.
+    pub report_safe: u8,
+    /// `add_header` directives in order (`clear_headers` empties it).
+    pub add_headers: Vec<AddHeader>,
+    /// `remove_header` directives: (when, name).
+    pub remove_headers: Vec<(AddHeaderWhen, String)>,
+    /// `rewrite_header Subject|From|To TEXT`.
+    pub rewrite_headers: Vec<(String, String)>,
+    /// Lines not understood or ignored on purpose.
+    pub notes: Vec<LintNote>,
+}
+
+mod compile;
+pub use compile::{CompileError, Disabled, RuleSet, RuleSummary};

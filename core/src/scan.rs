@@ -1,0 +1,1 @@
+//! Running a compiled rule set over a message.
