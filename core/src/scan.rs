@@ -1,1 +1,615 @@
-//! Running a compiled rule set over a message.
+//! Running a compiled [`RuleSet`] over a message.
+//!
+//! A scan reads the rule set through `&self` and writes only into the caller's
+//! [`Scratch`]: rule sets compiled before a fork stay untouched in shared pages,
+//! and once a scratch is warm a scan allocates nothing.
+
+use alloc::vec::Vec;
+
+use aho_corasick::AhoCorasick;
+use regex_automata::dfa::Automaton;
+use regex_automata::{hybrid, Input};
+
+use crate::msg::{self, Limits, Message, MessageBuffers};
+use crate::rules::{HeaderField, HeaderForm, MetaOp, RuleSet};
+use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, RuleType, TargetProgram};
+use crate::score::Score;
+
+/// Per-worker state of scans: message buffers, hit counts, DFA caches.
+/// Made once per rule set and reused for every message.
+pub struct Scratch {
+    ruleset: u32,
+    limits: Limits,
+    pub(crate) msg: MessageBuffers,
+    counts: Vec<u32>,
+    hits: Vec<u32>,
+    epoch: u32,
+    literal_epoch: Vec<u32>,
+    literal_first: Vec<u32>,
+    literal_last: Vec<u32>,
+    literals_hit: Vec<u32>,
+    pattern_epoch: Vec<u32>,
+    pattern_first: Vec<u32>,
+    pattern_last: Vec<u32>,
+    candidates: Vec<u32>,
+    all_headers: Vec<u8>,
+    target: Vec<u8>,
+    meta_stack: Vec<f64>,
+    caches: Vec<hybrid::dfa::Cache>,
+}
+
+impl Scratch {
+    /// Scratch for scanning with `rules`, messages parsed under default [`Limits`].
+    pub fn new(rules: &RuleSet) -> Scratch {
+        Scratch::with_limits(rules, Limits::default())
+    }
+
+    /// Scratch for scanning with `rules`, messages parsed under `limits`.
+    pub fn with_limits(rules: &RuleSet, limits: Limits) -> Scratch {
+        let n = rules.rules.len();
+        let lits = rules.max_literals;
+        let pats = rules.max_patterns.max(rules.headers.len());
+        Scratch {
+            ruleset: rules.id,
+            limits,
+            msg: MessageBuffers::new(limits),
+            counts: alloc::vec![0; n],
+            hits: Vec::with_capacity(n),
+            epoch: 0,
+            literal_epoch: alloc::vec![0; lits],
+            literal_first: alloc::vec![0; lits],
+            literal_last: alloc::vec![0; lits],
+            literals_hit: Vec::with_capacity(lits),
+            pattern_epoch: alloc::vec![0; pats],
+            pattern_first: alloc::vec![0; pats],
+            pattern_last: alloc::vec![0; pats],
+            candidates: Vec::with_capacity(pats),
+            all_headers: Vec::with_capacity(4096),
+            target: Vec::with_capacity(1024),
+            meta_stack: Vec::with_capacity(rules.meta_stack),
+            caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
+        }
+    }
+}
+
+/// The outcome of one scan.
+pub struct Verdict<'a> {
+    rules: &'a RuleSet,
+    hits: &'a [u32],
+    counts: &'a [u32],
+    /// Sum of the scores of the rules that hit.
+    pub score: Score,
+    /// The rule set's `required_score`.
+    pub required: Score,
+    /// Capacities the message exceeded while it was parsed.
+    pub overflow: msg::Overflow,
+}
+
+/// One rule that hit, as reports show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit<'a> {
+    /// Rule name.
+    pub name: &'a str,
+    /// Its score.
+    pub score: Score,
+    /// Its description (may be empty).
+    pub describe: &'a str,
+    /// Its rule type.
+    pub rule_type: RuleType,
+    /// How many times it matched (1 unless `tflags multiple`).
+    pub count: u32,
+}
+
+impl<'a> Verdict<'a> {
+    /// Spam when the score reaches the required score.
+    pub fn is_spam(&self) -> bool {
+        self.score >= self.required
+    }
+
+    /// The scored rules that hit, sorted by name as SpamAssassin lists them.
+    pub fn hits(&self) -> impl Iterator<Item = Hit<'a>> + 'a {
+        let rules = self.rules;
+        let counts = self.counts;
+        self.hits.iter().filter_map(move |&id| {
+            let r = rules.rules.get(id as usize)?;
+            r.scored.then(|| Hit {
+                name: r.name.as_str(),
+                score: r.score,
+                describe: r.describe.as_str(),
+                rule_type: r.rule_type,
+                count: counts.get(id as usize).copied().unwrap_or(0),
+            })
+        })
+    }
+
+    /// Every rule that hit, `__` sub-rules included, sorted by name.
+    pub fn all_hits(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let rules = self.rules;
+        self.hits.iter().filter_map(move |&id| rules.rules.get(id as usize).map(|r| r.name.as_str()))
+    }
+}
+
+impl RuleSet {
+    /// Scans `raw`, a whole message, with this rule set. Allocates nothing once `scratch` is warm.
+    pub fn scan<'a>(&'a self, raw: &[u8], scratch: &'a mut Scratch) -> Verdict<'a> {
+        if scratch.ruleset != self.id {
+            *scratch = Scratch::with_limits(self, scratch.limits);
+        }
+        for &id in &scratch.hits {
+            if let Some(c) = scratch.counts.get_mut(id as usize) {
+                *c = 0;
+            }
+        }
+        scratch.hits.clear();
+        let Scratch { msg: bufs, .. } = scratch;
+        let message = Message::parse(raw, bufs);
+        let overflow = message.overflow();
+        let mut state = ScanState {
+            rules: self,
+            counts: &mut scratch.counts,
+            hits: &mut scratch.hits,
+        };
+        let mut lines = LineScratch {
+            epoch: scratch.epoch,
+            literal_epoch: &mut scratch.literal_epoch,
+            literal_first: &mut scratch.literal_first,
+            literal_last: &mut scratch.literal_last,
+            literals_hit: &mut scratch.literals_hit,
+            pattern_epoch: &mut scratch.pattern_epoch,
+            pattern_first: &mut scratch.pattern_first,
+            pattern_last: &mut scratch.pattern_last,
+            candidates: &mut scratch.candidates,
+            lazy: Lazy { dfas: &self.lazy_dfas, caches: &mut scratch.caches },
+        };
+        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.all_headers, &mut scratch.target);
+        run_lines(&self.body, message.body(), &mut state, &mut lines);
+        run_lines(&self.rawbody, message.rawbody(), &mut state, &mut lines);
+        run_lines(&self.uri, message.uris(), &mut state, &mut lines);
+        run_whole(&self.full, message.raw(), &mut state, &mut lines);
+        self.scan_mimeheaders(&message, &mut state, &mut lines.lazy);
+        scratch.epoch = lines.epoch;
+        self.run_metas(&mut state, &mut scratch.meta_stack);
+
+        let mut score = Score::ZERO;
+        for &id in scratch.hits.iter() {
+            if let (Some(r), Some(&count)) = (self.rules.get(id as usize), scratch.counts.get(id as usize)) {
+                if r.scored {
+                    // As in SpamAssassin, a `multiple` rule scores once per match.
+                    let times = i32::try_from(count).unwrap_or(i32::MAX);
+                    score += Score(r.score.0.saturating_mul(times));
+                }
+            }
+        }
+        let names = &self.rules;
+        scratch.hits.sort_unstable_by(|a, b| {
+            let na = names.get(*a as usize).map_or("", |r| r.name.as_str());
+            let nb = names.get(*b as usize).map_or("", |r| r.name.as_str());
+            na.cmp(nb)
+        });
+        Verdict {
+            rules: self,
+            hits: &scratch.hits,
+            counts: &scratch.counts,
+            score,
+            required: self.required,
+            overflow,
+        }
+    }
+
+    fn scan_headers(
+        &self,
+        message: &Message<'_>,
+        state: &mut ScanState<'_>,
+        lines: &mut LineScratch<'_>,
+        all_headers: &mut Vec<u8>,
+        target: &mut Vec<u8>,
+    ) {
+        if self.headers.is_empty() {
+            return;
+        }
+        // The decoded header block: the `ALL` target and, with the raw block, the prefilter's haystack.
+        all_headers.clear();
+        for h in message.headers() {
+            all_headers.extend_from_slice(h.name);
+            all_headers.extend_from_slice(b": ");
+            all_headers.extend_from_slice(h.decoded);
+            all_headers.push(b'\n');
+        }
+        if all_headers.last() == Some(&b'\n') {
+            all_headers.pop();
+        }
+        let epoch = lines.next_epoch();
+        if let Some(ac) = &self.header_prefilter {
+            for hay in [message.header_block(), all_headers.as_slice()] {
+                for m in ac.find_overlapping_iter(hay) {
+                    if let Some(e) = lines.literal_epoch.get_mut(m.pattern().as_usize()) {
+                        *e = epoch;
+                    }
+                }
+            }
+        }
+        let mut built_for: Option<u32> = None;
+        let mut present = false;
+        for check in &self.headers {
+            let candidate = check.literals.is_empty()
+                || check.literals.iter().any(|&l| lines.literal_epoch.get(l as usize) == Some(&epoch));
+            if !candidate {
+                continue;
+            }
+            if built_for != Some(check.target) {
+                present = match self.header_targets.get(check.target as usize) {
+                    Some(t) => build_header_target(message, &t.field, t.form, all_headers, target),
+                    None => false,
+                };
+                built_for = Some(check.target);
+            }
+            let text: &[u8] = match (&check.if_unset, present) {
+                (Some(unset), false) => unset.as_bytes(),
+                _ => target.as_slice(),
+            };
+            let max = state.max_hits(check.rule);
+            let n = match &check.test {
+                HeaderCheckTest::Exists => u32::from(present),
+                HeaderCheckTest::Matches(m) => count_matches(m, text, max, &mut lines.lazy),
+                HeaderCheckTest::NotMatches(m) => u32::from(count_matches(m, text, 1, &mut lines.lazy) == 0),
+            };
+            state.add(check.rule, n);
+        }
+    }
+
+    fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, lazy: &mut Lazy<'_>) {
+        for check in &self.mimeheaders {
+            let max = state.max_hits(check.rule);
+            let mut n = 0u32;
+            for part in message.parts() {
+                for h in part.headers() {
+                    if h.name.eq_ignore_ascii_case(check.name.as_bytes()) {
+                        let value = if check.raw { h.raw } else { h.decoded };
+                        n = n.saturating_add(count_matches(&check.matcher, value, max - n.min(max), lazy));
+                    }
+                }
+                if n >= max {
+                    break;
+                }
+            }
+            state.add(check.rule, n);
+        }
+    }
+
+    fn run_metas(&self, state: &mut ScanState<'_>, stack: &mut Vec<f64>) {
+        for meta in &self.metas {
+            stack.clear();
+            for step in &meta.steps {
+                let value = match *step {
+                    MetaStep::Rule(id) => f64::from(state.counts.get(id as usize).copied().unwrap_or(0)),
+                    MetaStep::Number(n) => n,
+                    MetaStep::Not => {
+                        let a = stack.pop().unwrap_or(0.0);
+                        if a == 0.0 {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    }
+                    MetaStep::Neg => -stack.pop().unwrap_or(0.0),
+                    MetaStep::Op(op) => {
+                        let b = stack.pop().unwrap_or(0.0);
+                        let a = stack.pop().unwrap_or(0.0);
+                        meta_op(op, a, b)
+                    }
+                };
+                if stack.len() < stack.capacity() {
+                    stack.push(value);
+                }
+            }
+            if stack.pop().unwrap_or(0.0) != 0.0 {
+                state.add(meta.rule, 1);
+            }
+        }
+    }
+}
+
+/// Perl's semantics: `&&` and `||` yield an operand, comparisons yield 1 or 0.
+fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
+    let truth = |t: bool| if t { 1.0 } else { 0.0 };
+    match op {
+        MetaOp::And => {
+            if a != 0.0 {
+                b
+            } else {
+                a
+            }
+        }
+        MetaOp::Or => {
+            if a != 0.0 {
+                a
+            } else {
+                b
+            }
+        }
+        MetaOp::Add => a + b,
+        MetaOp::Sub => a - b,
+        MetaOp::Mul => a * b,
+        MetaOp::Div => {
+            if b == 0.0 {
+                0.0
+            } else {
+                a / b
+            }
+        }
+        MetaOp::Gt => truth(a > b),
+        MetaOp::Ge => truth(a >= b),
+        MetaOp::Lt => truth(a < b),
+        MetaOp::Le => truth(a <= b),
+        MetaOp::Eq => truth(a == b),
+        MetaOp::Ne => truth(a != b),
+    }
+}
+
+/// Writes a header rule's target into `out`; returns whether any such header exists.
+fn build_header_target(
+    message: &Message<'_>,
+    field: &HeaderField,
+    form: HeaderForm,
+    all_headers: &[u8],
+    out: &mut Vec<u8>,
+) -> bool {
+    out.clear();
+    let mut present = false;
+    let mut push = |value: &[u8], out: &mut Vec<u8>| {
+        if present {
+            out.push(b'\n');
+        }
+        present = true;
+        out.extend_from_slice(value);
+    };
+    let mut add_named = |name: &[u8], out: &mut Vec<u8>, skip_empty: bool| {
+        for h in message.headers() {
+            if !h.name.eq_ignore_ascii_case(name) {
+                continue;
+            }
+            let value = match form {
+                HeaderForm::Decoded => h.decoded,
+                HeaderForm::Raw => h.raw,
+                HeaderForm::Addr => msg::first_address(h.raw),
+                HeaderForm::Name => msg::first_display_name(h.raw),
+            };
+            if skip_empty && value.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            push(value, out);
+        }
+    };
+    match field {
+        HeaderField::Named(name) => add_named(name.as_bytes(), out, false),
+        HeaderField::ToCc => {
+            add_named(b"To", out, false);
+            add_named(b"Cc", out, false);
+        }
+        HeaderField::MessageId => {
+            for name in [&b"X-Message-Id"[..], b"Resent-Message-Id", b"X-Original-Message-ID", b"Message-Id"] {
+                add_named(name, out, true);
+            }
+        }
+        HeaderField::All => {
+            let block = if form == HeaderForm::Raw { message.header_block() } else { all_headers };
+            out.extend_from_slice(block);
+            return !block.is_empty();
+        }
+    }
+    present
+}
+
+/// Hit counts being gathered for one message.
+struct ScanState<'s> {
+    rules: &'s RuleSet,
+    counts: &'s mut Vec<u32>,
+    hits: &'s mut Vec<u32>,
+}
+
+impl ScanState<'_> {
+    fn max_hits(&self, rule: u32) -> u32 {
+        let max = self.rules.rules.get(rule as usize).map_or(1, |r| r.max_hits);
+        let have = self.counts.get(rule as usize).copied().unwrap_or(0);
+        max.saturating_sub(have)
+    }
+
+    fn add(&mut self, rule: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let max = self.rules.rules.get(rule as usize).map_or(1, |r| r.max_hits);
+        if let Some(c) = self.counts.get_mut(rule as usize) {
+            if *c == 0 && self.hits.len() < self.hits.capacity() {
+                self.hits.push(rule);
+            }
+            *c = c.saturating_add(n).min(max);
+        }
+    }
+}
+
+/// Borrowed scratch arrays for prefiltered line scans.
+struct LineScratch<'s> {
+    epoch: u32,
+    literal_epoch: &'s mut [u32],
+    literal_first: &'s mut [u32],
+    literal_last: &'s mut [u32],
+    literals_hit: &'s mut Vec<u32>,
+    pattern_epoch: &'s mut [u32],
+    pattern_first: &'s mut [u32],
+    pattern_last: &'s mut [u32],
+    candidates: &'s mut Vec<u32>,
+    lazy: Lazy<'s>,
+}
+
+impl LineScratch<'_> {
+    /// A fresh epoch: marks left by the previous pass no longer count.
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.literal_epoch.iter_mut().for_each(|e| *e = 0);
+            self.pattern_epoch.iter_mut().for_each(|e| *e = 0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+}
+
+/// Lazy DFAs of the rule set with this scratch's caches for them.
+pub(crate) struct Lazy<'s> {
+    dfas: &'s [hybrid::dfa::DFA],
+    caches: &'s mut [hybrid::dfa::Cache],
+}
+
+/// Marks the literals of `ac` found in `text`, keeping each one's first and last position.
+fn find_literals(ac: &AhoCorasick, text: &[u8], s: &mut LineScratch<'_>) {
+    s.literals_hit.clear();
+    for m in ac.find_overlapping_iter(text) {
+        let lit = m.pattern().as_usize();
+        let pos = m.start() as u32;
+        let (Some(e), Some(first), Some(last)) =
+            (s.literal_epoch.get_mut(lit), s.literal_first.get_mut(lit), s.literal_last.get_mut(lit))
+        else {
+            continue;
+        };
+        if *e != s.epoch {
+            *e = s.epoch;
+            *first = pos;
+            *last = pos;
+            if s.literals_hit.len() < s.literals_hit.capacity() {
+                s.literals_hit.push(lit as u32);
+            }
+        } else {
+            *last = pos;
+        }
+    }
+}
+
+/// Patterns whose literals occur, each with the span of text where they occur.
+fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
+    s.candidates.clear();
+    for &lit in s.literals_hit.iter() {
+        let (Some(&first), Some(&last)) = (s.literal_first.get(lit as usize), s.literal_last.get(lit as usize))
+        else {
+            continue;
+        };
+        let Some(users) = program.literal_patterns.get(lit as usize) else { continue };
+        for &p in users {
+            let (Some(e), Some(pf), Some(pl)) = (
+                s.pattern_epoch.get_mut(p as usize),
+                s.pattern_first.get_mut(p as usize),
+                s.pattern_last.get_mut(p as usize),
+            ) else {
+                continue;
+            };
+            if *e != s.epoch {
+                *e = s.epoch;
+                *pf = first;
+                *pl = last;
+                if s.candidates.len() < s.candidates.capacity() {
+                    s.candidates.push(p);
+                }
+            } else {
+                *pf = (*pf).min(first);
+                *pl = (*pl).max(last);
+            }
+        }
+    }
+}
+
+/// Runs a line-oriented target (`body`, `rawbody`, `uri`): each pattern sees one line at a time.
+fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+    if program.patterns.is_empty() {
+        return;
+    }
+    s.next_epoch();
+    if let Some(ac) = &program.prefilter {
+        find_literals(ac, text, s);
+        gather_candidates(program, s);
+    } else {
+        s.candidates.clear();
+    }
+    for i in 0..s.candidates.len() {
+        let Some(&p) = s.candidates.get(i) else { break };
+        let (Some(&first), Some(&last)) = (s.pattern_first.get(p as usize), s.pattern_last.get(p as usize)) else {
+            continue;
+        };
+        let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        let start = line_start(text, first as usize);
+        let end = line_end(text, last as usize);
+        let n = match_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.lazy);
+        state.add(pattern.rule, n);
+    }
+    for &p in &program.unfiltered {
+        let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        let n = match_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
+        state.add(pattern.rule, n);
+    }
+}
+
+/// Runs `full` rules: each pattern sees the whole message.
+fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+    if program.patterns.is_empty() {
+        return;
+    }
+    s.next_epoch();
+    if let Some(ac) = &program.prefilter {
+        find_literals(ac, text, s);
+        gather_candidates(program, s);
+    } else {
+        s.candidates.clear();
+    }
+    let candidates = s.candidates.iter().copied().chain(program.unfiltered.iter().copied());
+    for p in candidates {
+        let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
+        state.add(pattern.rule, n);
+    }
+}
+
+fn line_start(text: &[u8], pos: usize) -> usize {
+    memchr::memrchr(b'\n', text.get(..pos).unwrap_or(text)).map_or(0, |i| i + 1)
+}
+
+fn line_end(text: &[u8], pos: usize) -> usize {
+    match text.get(pos..) {
+        Some(rest) => memchr::memchr(b'\n', rest).map_or(text.len(), |i| pos + i),
+        None => text.len(),
+    }
+}
+
+/// Matches of `matcher` in each `\n`-separated line of `text`, at most `max` in all.
+fn match_lines(matcher: &Matcher, text: &[u8], max: u32, lazy: &mut Lazy<'_>) -> u32 {
+    let mut total = 0u32;
+    if max == 0 {
+        return 0;
+    }
+    for line in text.split(|&b| b == b'\n') {
+        total = total.saturating_add(count_matches(matcher, line, max - total, lazy));
+        if total >= max {
+            break;
+        }
+    }
+    total
+}
+
+/// Non-overlapping matches in `hay`, leftmost-first as Perl's `/g` finds them, at most `max`.
+pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, lazy: &mut Lazy<'_>) -> u32 {
+    let mut count = 0u32;
+    let mut pos = 0usize;
+    while count < max && pos <= hay.len() {
+        let input = Input::new(hay).range(pos..).earliest(max == 1);
+        let found = match matcher {
+            Matcher::Dense(dfa) => dfa.try_search_fwd(&input).ok().flatten(),
+            Matcher::Lazy(i) => match (lazy.dfas.get(*i), lazy.caches.get_mut(*i)) {
+                (Some(dfa), Some(cache)) => dfa.try_search_fwd(cache, &input).ok().flatten(),
+                _ => None,
+            },
+        };
+        let Some(m) = found else { break };
+        count += 1;
+        let end = m.offset();
+        pos = if end > pos { end } else { pos + 1 };
+    }
+    count
+}

@@ -81,7 +81,7 @@ impl Score {
         f64::from(self.0) / 1000.0
     }
 
-    /// Rounded to `decimals` (0 to 3) places, half away from zero, as Perl's `%.Nf` shows it.
+    /// Rounded to `decimals` (0 to 3) places as Perl's `%.Nf` shows it.
     pub fn display(self, decimals: u8) -> ScoreDisplay {
         ScoreDisplay { score: self, decimals: if decimals > 3 { 3 } else { decimals } }
     }
@@ -109,27 +109,12 @@ pub struct ScoreDisplay {
 
 impl fmt::Display for ScoreDisplay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let unit: i64 = match self.decimals {
-            0 => 1000,
-            1 => 100,
-            2 => 10,
-            _ => 1,
-        };
-        let v = i64::from(self.score.0);
-        let neg = v < 0;
-        let rounded = (v.abs() + unit / 2) / unit;
-        let scale = 1000 / unit;
-        let whole = rounded / scale;
-        let frac = rounded % scale;
-        let mut buf = heapless::String::<24>::new();
+        // Thousandths divided by 1000 give the same double Perl parses from the rule file,
+        // and core's exact decimal expansion rounds as C's printf does.
+        let mut buf = heapless::String::<32>::new();
         use core::fmt::Write;
-        let sign = if neg && rounded != 0 { "-" } else { "" };
-        let _ = match self.decimals {
-            0 => write!(buf, "{sign}{whole}"),
-            1 => write!(buf, "{sign}{whole}.{frac:01}"),
-            2 => write!(buf, "{sign}{whole}.{frac:02}"),
-            _ => write!(buf, "{sign}{whole}.{frac:03}"),
-        };
+        let value = self.score.as_f64();
+        let _ = write!(buf, "{value:.prec$}", prec = usize::from(self.decimals));
         f.pad(&buf)
     }
 }
@@ -173,8 +158,9 @@ mod tests {
             (15000, 1, "15.0"),
             (-500, 1, "-0.5"),
             (1, 1, "0.0"),
-            (-1, 1, "0.0"),
+            (-1, 1, "-0.0"),
             (2450, 1, "2.5"),
+            (1150, 1, "1.1"),
             (1235, 3, "1.235"),
             (-2100, 2, "-2.10"),
             (999_999, 0, "1000"),

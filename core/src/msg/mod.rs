@@ -138,3 +138,29 @@ impl<'a> Message<'a> {
         todo!()
     }
 }
+
+// LEAD STUBS (replaced by the msg implementation on merge)
+impl<'a> Message<'a> {
+    /// MIME parts.
+    pub fn parts(&self) -> impl Iterator<Item = Part<'a>> + 'a {
+        core::iter::empty()
+    }
+}
+/// A MIME part.
+pub struct Part<'a> {
+    _p: &'a [u8],
+}
+impl<'a> Part<'a> {
+    /// Its headers.
+    pub fn headers(&self) -> impl Iterator<Item = Header<'a>> + 'a {
+        core::iter::empty()
+    }
+}
+/// First address.
+pub fn first_address(value: &[u8]) -> &[u8] {
+    value
+}
+/// First display name.
+pub fn first_display_name(value: &[u8]) -> &[u8] {
+    value
+}

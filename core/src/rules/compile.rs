@@ -1,28 +1,777 @@
-//! Compiles a [`Config`] into a [`RuleSet`].
+//! Compiles a [`Config`] into a [`RuleSet`]: prefilter automata, DFAs, meta programs.
 
-use super::Config;
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
-/// A compiled, immutable rule set.
-pub struct RuleSet {
-    _p: (),
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind as AcMatchKind};
+use regex_automata::dfa::{dense, StartKind};
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{hybrid, MatchKind};
+
+use super::{
+    literal, Config, EvalOn, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
+};
+use crate::score::Score;
+
+/// Largest dense DFA built for one pattern; larger ones run as a lazy DFA.
+const DENSE_LIMIT: usize = 192 * 1024;
+/// Cache of a lazy DFA, per scratch.
+const LAZY_CACHE: usize = 64 * 1024;
+/// Deepest meta expression compiled.
+const META_DEPTH: usize = 64;
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// The kind of a rule, as lint output and reports name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RuleType {
+    /// `header`
+    Header,
+    /// `body`
+    Body,
+    /// `rawbody`
+    RawBody,
+    /// `full`
+    Full,
+    /// `uri`
+    Uri,
+    /// `mimeheader`
+    MimeHeader,
+    /// `meta`
+    Meta,
+    /// any `eval:` rule
+    Eval,
+}
+
+impl RuleType {
+    /// Every type, in lint order.
+    pub const ALL: [RuleType; 8] = [
+        RuleType::Header,
+        RuleType::Body,
+        RuleType::RawBody,
+        RuleType::Full,
+        RuleType::Uri,
+        RuleType::MimeHeader,
+        RuleType::Meta,
+        RuleType::Eval,
+    ];
+
+    /// The directive word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleType::Header => "header",
+            RuleType::Body => "body",
+            RuleType::RawBody => "rawbody",
+            RuleType::Full => "full",
+            RuleType::Uri => "uri",
+            RuleType::MimeHeader => "mimeheader",
+            RuleType::Meta => "meta",
+            RuleType::Eval => "eval",
+        }
+    }
+
+    /// The prefix SpamAssassin's report puts before a description.
+    pub fn report_prefix(self) -> &'static str {
+        match self {
+            RuleType::Header | RuleType::MimeHeader => "",
+            RuleType::Body => "BODY: ",
+            RuleType::RawBody => "RAW: ",
+            RuleType::Full => "FULL: ",
+            RuleType::Uri => "URI: ",
+            RuleType::Meta | RuleType::Eval => "",
+        }
+    }
+
+    fn of(kind: &RuleKind) -> RuleType {
+        match kind {
+            RuleKind::Header(_) => RuleType::Header,
+            RuleKind::Body(_) => RuleType::Body,
+            RuleKind::RawBody(_) => RuleType::RawBody,
+            RuleKind::Full(_) => RuleType::Full,
+            RuleKind::Uri(_) => RuleType::Uri,
+            RuleKind::MimeHeader { .. } => RuleType::MimeHeader,
+            RuleKind::Meta(_) => RuleType::Meta,
+            RuleKind::Eval { .. } => RuleType::Eval,
+        }
+    }
+}
+
+impl fmt::Display for RuleType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Why a defined rule will not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// The Perl regex has no linear-time translation.
+    Regex(super::perl::Unsupported),
+    /// The translated regex did not build.
+    Build(String),
+    /// An `eval:` function sift does not implement.
+    Eval(String),
+    /// A meta expression that refers to itself, directly or not.
+    MetaCycle,
+    /// A meta expression nested too deeply.
+    MetaTooDeep,
+}
+
+impl fmt::Display for DisabledReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DisabledReason::Regex(u) => write!(f, "regex: {u}"),
+            DisabledReason::Build(e) => write!(f, "regex does not compile: {e}"),
+            DisabledReason::Eval(name) => write!(f, "eval function {name} not implemented"),
+            DisabledReason::MetaCycle => f.write_str("meta expression depends on itself"),
+            DisabledReason::MetaTooDeep => f.write_str("meta expression nested too deeply"),
+        }
+    }
 }
 
 /// A rule that was defined but will not run, and why.
-#[derive(Debug, Clone)]
-pub struct Disabled;
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disabled {
+    /// Rule name.
+    pub name: String,
+    /// Rule type.
+    pub rule_type: RuleType,
+    /// Why.
+    pub reason: DisabledReason,
+}
 
-/// Per-type counts for lint output.
-#[derive(Debug, Clone, Default)]
-pub struct RuleSummary;
+/// Counts of one rule type, for lint output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TypeCounts {
+    /// Rules defined.
+    pub defined: usize,
+    /// Rules compiled (they run unless their score is 0).
+    pub compiled: usize,
+    /// Rules that cannot run.
+    pub disabled: usize,
+    /// Compiled rules whose score in the active score set is 0, so they do not run.
+    pub zero_score: usize,
+    /// Compiled patterns that run as a lazy DFA because a dense one would be too big.
+    pub lazy: usize,
+    /// Compiled patterns with no prefilter literal, run on every text of their target.
+    pub unfiltered: usize,
+}
+
+/// Per-type counts over a whole rule set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleSummary {
+    /// Counts in [`RuleType::ALL`] order.
+    pub counts: [TypeCounts; 8],
+}
+
+impl RuleSummary {
+    /// The counts for one type.
+    pub fn get(&self, t: RuleType) -> TypeCounts {
+        self.counts.get(t as usize).copied().unwrap_or_default()
+    }
+
+    fn get_mut(&mut self, t: RuleType) -> &mut TypeCounts {
+        &mut self.counts[t as usize]
+    }
+}
 
 /// Why a rule set could not be built at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileError {
+    /// A prefilter automaton could not be built (too many literals for this target).
+    Prefilter(String),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Prefilter(e) => write!(f, "prefilter automaton: {e}"),
+        }
+    }
+}
+
+/// What a rule is in the compiled set.
 #[derive(Debug, Clone)]
-pub struct CompileError;
+pub(crate) struct RuleInfo {
+    pub(crate) name: String,
+    pub(crate) describe: String,
+    pub(crate) rule_type: RuleType,
+    pub(crate) score: Score,
+    /// Counts toward the score and shows in reports (`__` rules and score 0 do not).
+    pub(crate) scored: bool,
+    /// Runs at all.
+    pub(crate) active: bool,
+    /// Most matches counted: 1 unless `tflags multiple`.
+    pub(crate) max_hits: u32,
+}
+
+/// A regex ready to run: dense when small enough, lazy otherwise.
+pub(crate) enum Matcher {
+    Dense(dense::DFA<Vec<u32>>),
+    /// Index into `RuleSet::lazy_dfas` and the scratch's caches.
+    Lazy(usize),
+}
+
+/// One compiled pattern of a target.
+pub(crate) struct CompiledPattern {
+    pub(crate) rule: u32,
+    pub(crate) matcher: Matcher,
+}
+
+/// The patterns of one target (body, rawbody, full or uri) with their prefilter.
+#[derive(Default)]
+pub(crate) struct TargetProgram {
+    pub(crate) patterns: Vec<CompiledPattern>,
+    pub(crate) prefilter: Option<AhoCorasick>,
+    /// Literal id → pattern indices it makes candidates.
+    pub(crate) literal_patterns: Vec<Vec<u32>>,
+    /// Patterns with no literal: always run.
+    pub(crate) unfiltered: Vec<u32>,
+}
+
+/// How a header target is assembled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeaderTarget {
+    pub(crate) field: HeaderField,
+    pub(crate) form: HeaderForm,
+}
+
+/// One header rule, compiled.
+pub(crate) struct HeaderCheck {
+    pub(crate) rule: u32,
+    pub(crate) target: u32,
+    pub(crate) test: HeaderCheckTest,
+    pub(crate) if_unset: Option<String>,
+    /// Literals (ids into the header prefilter) one of which must occur; empty: always run.
+    pub(crate) literals: Vec<u32>,
+}
+
+pub(crate) enum HeaderCheckTest {
+    Matches(Matcher),
+    NotMatches(Matcher),
+    Exists,
+}
+
+/// One `mimeheader` rule, compiled.
+pub(crate) struct MimeHeaderCheck {
+    pub(crate) rule: u32,
+    pub(crate) name: String,
+    pub(crate) raw: bool,
+    pub(crate) matcher: Matcher,
+}
+
+/// Meta expressions as postfix programs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum MetaStep {
+    Rule(u32),
+    Number(f64),
+    Not,
+    Neg,
+    Op(MetaOp),
+}
+
+pub(crate) struct MetaProgram {
+    pub(crate) rule: u32,
+    pub(crate) steps: Vec<MetaStep>,
+}
+
+/// A compiled, immutable rule set. Built once; scans borrow it shared.
+pub struct RuleSet {
+    pub(crate) id: u32,
+    pub(crate) rules: Vec<RuleInfo>,
+    pub(crate) required: Score,
+    pub(crate) body: TargetProgram,
+    pub(crate) rawbody: TargetProgram,
+    pub(crate) full: TargetProgram,
+    pub(crate) uri: TargetProgram,
+    pub(crate) header_targets: Vec<HeaderTarget>,
+    /// Header checks, grouped by target.
+    pub(crate) headers: Vec<HeaderCheck>,
+    pub(crate) header_prefilter: Option<AhoCorasick>,
+    pub(crate) header_literal_count: usize,
+    pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
+    pub(crate) metas: Vec<MetaProgram>,
+    pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
+    pub(crate) max_literals: usize,
+    pub(crate) max_patterns: usize,
+    pub(crate) meta_stack: usize,
+    disabled: Vec<Disabled>,
+    deferred_disable: Vec<(u32, DisabledReason)>,
+    summary: RuleSummary,
+    config: Config,
+}
+
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new().unicode(false).utf8(false)
+}
+
+fn parse_hir(translated: &str) -> Result<regex_syntax::hir::Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .nest_limit(100)
+        .build()
+        .parse(translated)
+        .map_err(|e| e.to_string())
+}
+
+/// A pattern compiled for matching, with its prefilter literals.
+struct Built {
+    matcher: Matcher,
+    literals: Option<Vec<Vec<u8>>>,
+}
+
+fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Built, DisabledReason> {
+    let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
+    let literals = literal::required(&hir);
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax_config())
+        .configure(thompson::Config::new().utf8(false).shrink(false))
+        .build_from_hir(&hir)
+        .map_err(|e| DisabledReason::Build(e.to_string()))?;
+    let dense = dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .start_kind(StartKind::Unanchored)
+                .match_kind(MatchKind::LeftmostFirst)
+                .minimize(false)
+                .dfa_size_limit(Some(DENSE_LIMIT))
+                .determinize_size_limit(Some(DENSE_LIMIT * 4)),
+        )
+        .build_from_nfa(&nfa);
+    let matcher = match dense {
+        Ok(dfa) => Matcher::Dense(dfa),
+        Err(_) => {
+            let dfa = hybrid::dfa::Builder::new()
+                .configure(
+                    hybrid::dfa::Config::new()
+                        .match_kind(MatchKind::LeftmostFirst)
+                        .cache_capacity(LAZY_CACHE)
+                        .skip_cache_capacity_check(true),
+                )
+                .build_from_nfa(nfa)
+                .map_err(|e| DisabledReason::Build(e.to_string()))?;
+            lazy.push(dfa);
+            Matcher::Lazy(lazy.len() - 1)
+        }
+    };
+    Ok(Built { matcher, literals })
+}
+
+fn translated(p: &Pattern) -> Result<&str, DisabledReason> {
+    p.translated.as_deref().map_err(|u| DisabledReason::Regex(u.clone()))
+}
+
+/// SpamAssassin's default when a rule has no `score` line.
+fn default_score(def: &RuleDef) -> Score {
+    let base = if def.name.starts_with("T_") { Score(10) } else { Score::points(1) };
+    if def.tflags.nice {
+        Score(-base.0)
+    } else {
+        base
+    }
+}
+
+/// Collects literals of one target into a prefilter.
+#[derive(Default)]
+struct LiteralTable {
+    literals: Vec<Vec<u8>>,
+    ids: BTreeMap<Vec<u8>, usize>,
+    users: Vec<Vec<u32>>,
+}
+
+impl LiteralTable {
+    fn add(&mut self, lit: Vec<u8>, user: u32) -> u32 {
+        let id = match self.ids.get(&lit) {
+            Some(&i) => i,
+            None => {
+                self.ids.insert(lit.clone(), self.literals.len());
+                self.literals.push(lit);
+                self.users.push(Vec::new());
+                self.literals.len() - 1
+            }
+        };
+        if let Some(u) = self.users.get_mut(id) {
+            if u.last() != Some(&user) {
+                u.push(user);
+            }
+        }
+        id as u32
+    }
+
+    fn automaton(&self) -> Result<Option<AhoCorasick>, CompileError> {
+        if self.literals.is_empty() {
+            return Ok(None);
+        }
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(AcMatchKind::Standard)
+            .build(&self.literals)
+            .map(Some)
+            .map_err(|e| CompileError::Prefilter(e.to_string()))
+    }
+}
 
 impl RuleSet {
-    /// Compiles `config`.
+    /// Compiles `config` with score set 0 (no network tests, no Bayes), as sift runs.
     pub fn compile(config: &Config) -> Result<RuleSet, CompileError> {
-        let _ = config;
-        todo!()
+        let mut set = RuleSet {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            rules: Vec::with_capacity(config.rules.len()),
+            required: config.required_score,
+            body: TargetProgram::default(),
+            rawbody: TargetProgram::default(),
+            full: TargetProgram::default(),
+            uri: TargetProgram::default(),
+            header_targets: Vec::new(),
+            headers: Vec::new(),
+            header_prefilter: None,
+            header_literal_count: 0,
+            mimeheaders: Vec::new(),
+            metas: Vec::new(),
+            lazy_dfas: Vec::new(),
+            max_literals: 0,
+            max_patterns: 0,
+            meta_stack: 0,
+            disabled: Vec::new(),
+            deferred_disable: Vec::new(),
+            summary: RuleSummary::default(),
+            config: config.clone(),
+        };
+        set.config.rules.clear();
+
+        let mut tables: [LiteralTable; 4] = Default::default();
+        let mut header_table = LiteralTable::default();
+
+        for (index, def) in config.rules.iter().enumerate() {
+            let rule = index as u32;
+            let rule_type = RuleType::of(&def.kind);
+            let score = def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def));
+            let max_hits = if def.tflags.multiple || def.tflags.maxhits.is_some() {
+                def.tflags.maxhits.unwrap_or(u32::MAX).max(1)
+            } else {
+                1
+            };
+            set.rules.push(RuleInfo {
+                name: def.name.clone(),
+                describe: def.describe.clone().unwrap_or_default(),
+                rule_type,
+                score,
+                scored: !def.name.starts_with("__") && score != Score::ZERO,
+                active: score != Score::ZERO,
+                max_hits,
+            });
+            set.summary.get_mut(rule_type).defined += 1;
+            let result = set.compile_rule(rule, def, &mut tables, &mut header_table);
+            match result {
+                Ok(()) => {
+                    let counts = set.summary.get_mut(rule_type);
+                    counts.compiled += 1;
+                    if score == Score::ZERO {
+                        counts.zero_score += 1;
+                    }
+                }
+                Err(reason) => {
+                    set.summary.get_mut(rule_type).disabled += 1;
+                    if let Some(r) = set.rules.last_mut() {
+                        r.active = false;
+                        r.scored = false;
+                    }
+                    set.disabled.push(Disabled { name: def.name.clone(), rule_type, reason });
+                }
+            }
+        }
+        set.compile_metas(config);
+
+        let [t_body, t_raw, t_full, t_uri] = tables;
+        for (program, table) in [
+            (&mut set.body, t_body),
+            (&mut set.rawbody, t_raw),
+            (&mut set.full, t_full),
+            (&mut set.uri, t_uri),
+        ] {
+            program.prefilter = table.automaton()?;
+            set.max_literals = set.max_literals.max(table.literals.len());
+            set.max_patterns = set.max_patterns.max(program.patterns.len());
+            program.literal_patterns = table.users;
+        }
+        set.header_prefilter = header_table.automaton()?;
+        set.header_literal_count = header_table.literals.len();
+        set.max_literals = set.max_literals.max(header_table.literals.len());
+        // Group header checks by target so each target text is assembled once.
+        set.headers.sort_by_key(|c| c.target);
+        Ok(set)
     }
+
+    fn compile_rule(
+        &mut self,
+        rule: u32,
+        def: &RuleDef,
+        tables: &mut [LiteralTable; 4],
+        header_table: &mut LiteralTable,
+    ) -> Result<(), DisabledReason> {
+        let active = self.rules.get(rule as usize).is_some_and(|r| r.active);
+        let target_program = |kind: &RuleKind| match kind {
+            RuleKind::Body(_) => Some(0),
+            RuleKind::RawBody(_) => Some(1),
+            RuleKind::Full(_) => Some(2),
+            RuleKind::Uri(_) => Some(3),
+            _ => None,
+        };
+        match &def.kind {
+            RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
+                let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                let which = target_program(&def.kind).unwrap_or(0);
+                let rule_type = RuleType::of(&def.kind);
+                self.note_matcher(rule_type, &built);
+                if !active {
+                    return Ok(());
+                }
+                let program = match which {
+                    0 => &mut self.body,
+                    1 => &mut self.rawbody,
+                    2 => &mut self.full,
+                    _ => &mut self.uri,
+                };
+                let index = program.patterns.len() as u32;
+                match built.literals {
+                    Some(lits) => {
+                        if let Some(table) = tables.get_mut(which) {
+                            for lit in lits {
+                                table.add(lit, index);
+                            }
+                        }
+                    }
+                    None => program.unfiltered.push(index),
+                }
+                program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
+                Ok(())
+            }
+            RuleKind::Header(h) => {
+                let (test, literals) = match &h.test {
+                    HeaderTest::Exists => (HeaderCheckTest::Exists, None),
+                    HeaderTest::Matches(p) => {
+                        let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                        self.note_matcher(RuleType::Header, &built);
+                        (HeaderCheckTest::Matches(built.matcher), built.literals)
+                    }
+                    HeaderTest::NotMatches(p) => {
+                        let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                        self.note_matcher(RuleType::Header, &built);
+                        // A negated test must run whether or not its literals occur.
+                        (HeaderCheckTest::NotMatches(built.matcher), None)
+                    }
+                };
+                if !active {
+                    return Ok(());
+                }
+                let key = HeaderTarget { field: h.field.clone(), form: h.form };
+                let target = match self.header_targets.iter().position(|t| *t == key) {
+                    Some(i) => i,
+                    None => {
+                        self.header_targets.push(key);
+                        self.header_targets.len() - 1
+                    }
+                } as u32;
+                let check_index = self.headers.len() as u32;
+                // A rule with an if-unset value may match text that is not in the message.
+                let literals = if h.if_unset.is_some() { None } else { literals };
+                let literal_ids = literals
+                    .map(|lits| lits.into_iter().map(|l| header_table.add(l, check_index)).collect())
+                    .unwrap_or_default();
+                self.headers.push(HeaderCheck {
+                    rule,
+                    target,
+                    test,
+                    if_unset: h.if_unset.clone(),
+                    literals: literal_ids,
+                });
+                Ok(())
+            }
+            RuleKind::MimeHeader { name, raw, pattern } => {
+                let built = build_matcher(translated(pattern)?, &mut self.lazy_dfas)?;
+                self.note_matcher(RuleType::MimeHeader, &built);
+                if active {
+                    self.mimeheaders.push(MimeHeaderCheck {
+                        rule,
+                        name: name.clone(),
+                        raw: *raw,
+                        matcher: built.matcher,
+                    });
+                }
+                Ok(())
+            }
+            RuleKind::Meta(_) => Ok(()),
+            RuleKind::Eval { on, function, .. } => {
+                let _: EvalOn = *on;
+                Err(DisabledReason::Eval(function.clone()))
+            }
+        }
+    }
+
+    fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {
+        let counts = self.summary.get_mut(rule_type);
+        if matches!(built.matcher, Matcher::Lazy(_)) {
+            counts.lazy += 1;
+        }
+        if built.literals.is_none() {
+            counts.unfiltered += 1;
+        }
+    }
+
+    /// Orders meta rules so each runs after the metas it reads; cycles are disabled.
+    fn compile_metas(&mut self, config: &Config) {
+        let by_name: BTreeMap<&str, u32> =
+            config.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i as u32)).collect();
+        let lookup = |name: &str| by_name.get(name).copied();
+        let is_meta = |i: u32| matches!(config.rules.get(i as usize).map(|r| &r.kind), Some(RuleKind::Meta(_)));
+        let mut pending: Vec<(u32, &MetaExpr)> = config
+            .rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match &r.kind {
+                RuleKind::Meta(e) => Some((i as u32, e)),
+                _ => None,
+            })
+            .collect();
+        let mut placed = alloc::vec![false; config.rules.len()];
+        let mut deps = Vec::new();
+        loop {
+            let before = pending.len();
+            pending.retain(|&(rule, expr)| {
+                deps.clear();
+                meta_deps(expr, &mut deps, 0);
+                let ready = deps
+                    .iter()
+                    .filter_map(|d| lookup(d))
+                    .all(|d| !is_meta(d) || placed.get(d as usize).copied().unwrap_or(true));
+                if !ready {
+                    return true;
+                }
+                if let Some(p) = placed.get_mut(rule as usize) {
+                    *p = true;
+                }
+                let mut steps = Vec::new();
+                match meta_steps(expr, &lookup, &mut steps, 0) {
+                    Ok(()) => self.metas.push(MetaProgram { rule, steps }),
+                    Err(()) => self.deferred_disable.push((rule, DisabledReason::MetaTooDeep)),
+                }
+                false
+            });
+            if pending.is_empty() || pending.len() == before {
+                break;
+            }
+        }
+        for (rule, _) in pending {
+            self.deferred_disable.push((rule, DisabledReason::MetaCycle));
+        }
+        for (rule, reason) in core::mem::take(&mut self.deferred_disable) {
+            self.disable(rule as usize, reason);
+        }
+        // A meta that reads a rule which does not run still runs: that rule reads as 0.
+        self.metas.retain(|m| self.rules.get(m.rule as usize).is_some_and(|r| r.active));
+        self.meta_stack = self.metas.iter().map(|m| m.steps.len()).max().unwrap_or(0) + 1;
+    }
+
+    fn disable(&mut self, index: usize, reason: DisabledReason) {
+        let Some(r) = self.rules.get_mut(index) else { return };
+        if self.disabled.iter().any(|d| d.name == r.name) {
+            return;
+        }
+        r.active = false;
+        r.scored = false;
+        let counts = &mut self.summary.counts[r.rule_type as usize];
+        counts.compiled = counts.compiled.saturating_sub(1);
+        counts.disabled += 1;
+        self.disabled.push(Disabled { name: r.name.clone(), rule_type: r.rule_type, reason });
+        self.metas.retain(|m| m.rule as usize != index);
+    }
+
+    /// The rule set's `required_score`.
+    pub fn required_score(&self) -> Score {
+        self.required
+    }
+
+    /// Rules that are defined but do not run, with reasons.
+    pub fn disabled(&self) -> &[Disabled] {
+        &self.disabled
+    }
+
+    /// Per-type counts of defined, compiled and disabled rules.
+    pub fn summary(&self) -> &RuleSummary {
+        &self.summary
+    }
+
+    /// Settings of the rule files (report_safe, add_header, …); `rules` is empty here.
+    pub fn settings(&self) -> &Config {
+        &self.config
+    }
+
+    /// Number of rules defined.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Name of rule `id`.
+    pub fn rule_name(&self, id: u32) -> &str {
+        self.rules.get(id as usize).map_or("", |r| r.name.as_str())
+    }
+
+    /// Looks a rule up by name.
+    pub fn rule_id(&self, name: &str) -> Option<u32> {
+        self.rules.iter().position(|r| r.name == name).map(|i| i as u32)
+    }
+}
+
+fn meta_deps<'e>(expr: &'e MetaExpr, out: &mut Vec<&'e str>, depth: usize) {
+    if depth > META_DEPTH {
+        return;
+    }
+    match expr {
+        MetaExpr::Rule(name) => out.push(name),
+        MetaExpr::Number(_) => {}
+        MetaExpr::Not(e) | MetaExpr::Neg(e) => meta_deps(e, out, depth + 1),
+        MetaExpr::Binary(_, a, b) => {
+            meta_deps(a, out, depth + 1);
+            meta_deps(b, out, depth + 1);
+        }
+    }
+}
+
+/// Postfix steps of `expr`; an unknown rule name reads as 0, as in SpamAssassin.
+fn meta_steps(
+    expr: &MetaExpr,
+    lookup: &dyn Fn(&str) -> Option<u32>,
+    out: &mut Vec<MetaStep>,
+    depth: usize,
+) -> Result<(), ()> {
+    if depth > META_DEPTH {
+        return Err(());
+    }
+    match expr {
+        MetaExpr::Rule(name) => out.push(match lookup(name) {
+            Some(id) => MetaStep::Rule(id),
+            None => MetaStep::Number(0.0),
+        }),
+        MetaExpr::Number(n) => out.push(MetaStep::Number(*n)),
+        MetaExpr::Not(e) => {
+            meta_steps(e, lookup, out, depth + 1)?;
+            out.push(MetaStep::Not);
+        }
+        MetaExpr::Neg(e) => {
+            meta_steps(e, lookup, out, depth + 1)?;
+            out.push(MetaStep::Neg);
+        }
+        MetaExpr::Binary(op, a, b) => {
+            meta_steps(a, lookup, out, depth + 1)?;
+            meta_steps(b, lookup, out, depth + 1)?;
+            out.push(MetaStep::Op(*op));
+        }
+    }
+    Ok(())
 }

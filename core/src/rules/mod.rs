@@ -264,5 +264,6 @@ pub struct Config {
     pub notes: Vec<LintNote>,
 }
 
-mod compile;
-pub use compile::{CompileError, Disabled, RuleSet, RuleSummary};
+pub(crate) mod compile;
+mod literal;
+pub use compile::{CompileError, Disabled, DisabledReason, RuleSet, RuleSummary, RuleType, TypeCounts};

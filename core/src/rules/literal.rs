@@ -1,0 +1,282 @@
+//! Required literals of a regex: a small set of byte strings, at least one of which
+//! occurs (ASCII case-insensitively) in every match. They feed the Aho-Corasick
+//! prefilter; a rule whose literals never occur in a text cannot match it.
+
+use alloc::vec::Vec;
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+/// Most alternatives a literal set may hold.
+const MAX_SET: usize = 24;
+/// Longest literal kept; longer ones are cut (a prefix of a required literal is required too).
+const MAX_LEN: usize = 48;
+/// Distinct (case-folded) bytes a class may have and still expand into literals.
+const MAX_CLASS: usize = 4;
+/// Shortest literal worth a prefilter entry: shorter ones would hit almost every text.
+pub(crate) const MIN_USEFUL: usize = 3;
+/// Deepest HIR nesting walked; deeper parts count as unknown.
+const MAX_DEPTH: usize = 200;
+
+type Set = Vec<Vec<u8>>;
+
+enum Info {
+    /// Every match is one of these strings (lowercased).
+    Exact(Set),
+    /// Every match contains one of these (lowercased); `None`: nothing known.
+    Inexact(Option<Set>),
+}
+
+/// The required literals of `hir`, lowercased, or `None` when no useful set exists.
+pub(crate) fn required(hir: &Hir) -> Option<Set> {
+    let set = match walk(hir, 0) {
+        Info::Exact(s) => s,
+        Info::Inexact(s) => s?,
+    };
+    (quality(&set) >= MIN_USEFUL).then_some(set)
+}
+
+/// The shortest literal of a set: how selective it is as a prefilter.
+fn quality(set: &Set) -> usize {
+    set.iter().map(Vec::len).min().unwrap_or(0)
+}
+
+fn better(a: Option<Set>, b: Option<Set>) -> Option<Set> {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let (qa, qb) = (quality(&a), quality(&b));
+            if qb > qa || (qb == qa && b.len() < a.len()) {
+                Some(b)
+            } else {
+                Some(a)
+            }
+        }
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+fn lower(bytes: &[u8]) -> Vec<u8> {
+    let mut v: Vec<u8> = bytes.iter().take(MAX_LEN).map(u8::to_ascii_lowercase).collect();
+    v.shrink_to_fit();
+    v
+}
+
+fn dedup(mut set: Set) -> Set {
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// The exact set as a required set: useless when it holds the empty string.
+fn as_required(set: &Set) -> Option<Set> {
+    (!set.is_empty() && quality(set) > 0).then(|| set.clone())
+}
+
+fn cross(a: &Set, b: &Set) -> Option<Set> {
+    if a.len().saturating_mul(b.len()) > MAX_SET {
+        return None;
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            if x.len() + y.len() > MAX_LEN {
+                return None;
+            }
+            let mut s = x.clone();
+            s.extend_from_slice(y);
+            out.push(s);
+        }
+    }
+    Some(dedup(out))
+}
+
+fn class_set(class: &Class) -> Option<Set> {
+    let mut bytes: Vec<u8> = Vec::new();
+    match class {
+        Class::Bytes(c) => {
+            for r in c.iter() {
+                let (lo, hi) = (r.start(), r.end());
+                if usize::from(hi - lo) >= MAX_CLASS * 2 {
+                    return None;
+                }
+                for b in lo..=hi {
+                    bytes.push(b.to_ascii_lowercase());
+                }
+            }
+        }
+        Class::Unicode(c) => {
+            for r in c.iter() {
+                let (lo, hi) = (u32::from(r.start()), u32::from(r.end()));
+                if hi > 0x7f || hi - lo >= (MAX_CLASS * 2) as u32 {
+                    return None;
+                }
+                for cp in lo..=hi {
+                    bytes.push((cp as u8).to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    bytes.sort_unstable();
+    bytes.dedup();
+    if bytes.is_empty() || bytes.len() > MAX_CLASS {
+        return None;
+    }
+    Some(bytes.into_iter().map(|b| alloc::vec![b]).collect())
+}
+
+fn walk(hir: &Hir, depth: usize) -> Info {
+    if depth > MAX_DEPTH {
+        return Info::Inexact(None);
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => Info::Exact(alloc::vec![Vec::new()]),
+        HirKind::Literal(lit) => Info::Exact(alloc::vec![lower(&lit.0)]),
+        HirKind::Class(c) => match class_set(c) {
+            Some(s) => Info::Exact(s),
+            None => Info::Inexact(None),
+        },
+        HirKind::Capture(c) => walk(&c.sub, depth + 1),
+        HirKind::Repetition(rep) => {
+            let sub = walk(&rep.sub, depth + 1);
+            match sub {
+                Info::Exact(s) => {
+                    // Small bounded repetitions of exact strings stay exact: `colou?r`.
+                    if let Some(max) = rep.max {
+                        if max <= 3 && max >= rep.min {
+                            let mut all: Set = Vec::new();
+                            let mut power: Set = alloc::vec![Vec::new()];
+                            let mut ok = true;
+                            for n in 0..=max {
+                                if n >= rep.min {
+                                    all.extend(power.iter().cloned());
+                                }
+                                if n < max {
+                                    match cross(&power, &s) {
+                                        Some(p) => power = p,
+                                        None => {
+                                            ok = false;
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            if ok && all.len() <= MAX_SET {
+                                return Info::Exact(dedup(all));
+                            }
+                        }
+                    }
+                    if rep.min >= 1 {
+                        Info::Inexact(as_required(&s))
+                    } else {
+                        Info::Inexact(None)
+                    }
+                }
+                Info::Inexact(req) if rep.min >= 1 => Info::Inexact(req),
+                Info::Inexact(_) => Info::Inexact(None),
+            }
+        }
+        HirKind::Concat(subs) => {
+            let mut best: Option<Set> = None;
+            let mut acc: Option<Set> = Some(alloc::vec![Vec::new()]);
+            let mut exact = true;
+            for sub in subs {
+                match walk(sub, depth + 1) {
+                    Info::Exact(s) => {
+                        let next = acc.as_ref().and_then(|a| cross(a, &s));
+                        match next {
+                            Some(n) => acc = Some(n),
+                            None => {
+                                exact = false;
+                                if let Some(a) = acc.take() {
+                                    best = better(best, as_required(&a));
+                                }
+                                acc = Some(s);
+                            }
+                        }
+                    }
+                    Info::Inexact(req) => {
+                        exact = false;
+                        if let Some(a) = acc.take() {
+                            best = better(best, as_required(&a));
+                        }
+                        best = better(best, req);
+                        acc = Some(alloc::vec![Vec::new()]);
+                    }
+                }
+            }
+            match acc {
+                Some(a) if exact => Info::Exact(a),
+                Some(a) => Info::Inexact(better(best, as_required(&a))),
+                None => Info::Inexact(best),
+            }
+        }
+        HirKind::Alternation(subs) => {
+            let mut exact: Set = Vec::new();
+            let mut all_exact = true;
+            let mut required: Option<Set> = Some(Vec::new());
+            for sub in subs {
+                match walk(sub, depth + 1) {
+                    Info::Exact(s) => {
+                        if let Some(r) = required.as_mut() {
+                            match as_required(&s) {
+                                Some(q) => r.extend(q),
+                                None => required = None,
+                            }
+                        }
+                        exact.extend(s);
+                    }
+                    Info::Inexact(req) => {
+                        all_exact = false;
+                        match (required.as_mut(), req) {
+                            (Some(r), Some(q)) => r.extend(q),
+                            _ => required = None,
+                        }
+                    }
+                }
+            }
+            if all_exact && exact.len() <= MAX_SET {
+                return Info::Exact(dedup(exact));
+            }
+            Info::Inexact(required.map(dedup).filter(|r| r.len() <= MAX_SET))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+
+    fn lits(pattern: &str) -> Option<alloc::vec::Vec<String>> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .expect("test pattern parses");
+        required(&hir).map(|s| s.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect())
+    }
+
+    #[test]
+    fn required_literals_table() {
+        let cases: &[(&str, Option<&[&str]>)] = &[
+            ("viagra", Some(&["viagra"])),
+            ("(?i)ViAgRa", Some(&["viagra"])),
+            (r"(?i)\bfree\s+money\b", Some(&["money"])),
+            ("colou?r", Some(&["color", "colour"])),
+            ("(?:cheap|discount) meds", Some(&["cheap meds", "discount meds"])),
+            (r"\d+ percent off", Some(&[" percent off"])),
+            ("a.*b", None),
+            (r"^\s*$", None),
+            ("ab", None),
+            ("(?:foo|.*)", None),
+            (r"click\W+here", Some(&["click"])),
+            ("[Vv]iagra", Some(&["viagra"])),
+            ("x{3}yz", Some(&["xxxyz"])),
+            ("(?:unsubscribe|remove me)+", Some(&["remove me", "unsubscribe"])),
+        ];
+        for (pattern, want) in cases {
+            let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
+            assert_eq!(lits(pattern), want, "{pattern}");
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! What every siftd shell shares: the command line, loading rules from files, and
+//! the `scan` and `--lint` commands. Per-OS code (processes, sockets, sandboxes)
+//! stays in the shells.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod json;
+pub mod lint;
+pub mod load;
+pub mod scan;
+
+/// Exit codes of sysexits.h, as spamd uses them.
+pub mod exit {
+    /// Command line usage error.
+    pub const USAGE: i32 = 64;
+    /// Input data was incorrect.
+    pub const DATAERR: i32 = 65;
+    /// An input file did not exist or was unreadable.
+    pub const NOINPUT: i32 = 66;
+    /// Internal software error.
+    pub const SOFTWARE: i32 = 70;
+    /// An I/O error.
+    pub const IOERR: i32 = 74;
+    /// Remote error in protocol.
+    pub const PROTOCOL: i32 = 76;
+    /// Configuration error.
+    pub const CONFIG: i32 = 78;
+}

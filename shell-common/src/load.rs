@@ -1,0 +1,106 @@
+//! Loading rule files from disk in SpamAssassin's order and compiling them.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use sift_core::rules::cf::{self, Includer, Parser};
+use sift_core::rules::{CompileError, Config, RuleSet, DEFAULT_RULES};
+
+/// Where rules come from: SpamAssassin's "default rules dir" and "site rules dir".
+#[derive(Debug, Clone, Default)]
+pub struct RuleSources {
+    /// `-C DIR`: replaces the embedded default rules.
+    pub config_paths: Vec<PathBuf>,
+    /// `--siteconfigpath DIR`: read after the default rules (`*.pre` first of all).
+    pub site_path: Option<PathBuf>,
+}
+
+/// Why rules could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A rules directory or file does not exist or cannot be listed.
+    Missing(PathBuf, std::io::Error),
+    /// A rule file could not be read.
+    Read(PathBuf, std::io::Error),
+    /// A rule file could not be parsed.
+    Parse(cf::ParseError),
+    /// The rule set could not be compiled.
+    Compile(CompileError),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Missing(p, e) => write!(f, "rules directory {}: {e}", p.display()),
+            LoadError::Read(p, e) => write!(f, "rule file {}: {e}", p.display()),
+            LoadError::Parse(e) => write!(f, "rule file {e}"),
+            LoadError::Compile(e) => write!(f, "compiling rules: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Resolves `include` paths against the including file's directory.
+struct FileIncluder;
+
+impl Includer for FileIncluder {
+    fn read(&mut self, from: &str, path: &str) -> Result<Vec<u8>, String> {
+        let base = Path::new(from).parent().unwrap_or_else(|| Path::new("."));
+        let full = base.join(path);
+        fs::read(&full).map_err(|e| format!("include {}: {e}", full.display()))
+    }
+}
+
+/// Files of `dir` ending in `.ext`, in name order; a plain file stands for itself.
+fn files_with_ext(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, LoadError> {
+    let meta = fs::metadata(dir).map_err(|e| LoadError::Missing(dir.to_path_buf(), e))?;
+    if meta.is_file() {
+        return Ok(if dir.extension().is_some_and(|e| e == ext) { vec![dir.to_path_buf()] } else { Vec::new() });
+    }
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| LoadError::Missing(dir.to_path_buf(), e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext) && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn parse_files(parser: &mut Parser, files: &[PathBuf]) -> Result<(), LoadError> {
+    for path in files {
+        let text = fs::read(path).map_err(|e| LoadError::Read(path.clone(), e))?;
+        let name = path.to_string_lossy();
+        parser.parse_file(&name, &text, &mut FileIncluder).map_err(LoadError::Parse)?;
+    }
+    Ok(())
+}
+
+/// Reads the rule files as SpamAssassin does: site `*.pre`, default `*.pre`, default
+/// `*.cf` (the embedded rules when no `-C` is given), then site `*.cf`.
+pub fn load_config(sources: &RuleSources) -> Result<Config, LoadError> {
+    let mut parser = Parser::new();
+    if let Some(site) = &sources.site_path {
+        parse_files(&mut parser, &files_with_ext(site, "pre")?)?;
+    }
+    for dir in &sources.config_paths {
+        parse_files(&mut parser, &files_with_ext(dir, "pre")?)?;
+    }
+    if sources.config_paths.is_empty() {
+        parser.parse_file("(embedded default rules)", DEFAULT_RULES.as_bytes(), &mut cf::NoIncludes).map_err(LoadError::Parse)?;
+    }
+    for dir in &sources.config_paths {
+        parse_files(&mut parser, &files_with_ext(dir, "cf")?)?;
+    }
+    if let Some(site) = &sources.site_path {
+        parse_files(&mut parser, &files_with_ext(site, "cf")?)?;
+    }
+    Ok(parser.finish())
+}
+
+/// Loads and compiles the rules named by `sources`.
+pub fn load_rules(sources: &RuleSources) -> Result<RuleSet, LoadError> {
+    let config = load_config(sources)?;
+    RuleSet::compile(&config).map_err(LoadError::Compile)
+}
