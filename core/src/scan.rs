@@ -613,3 +613,104 @@ pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, lazy: &mut 
     }
     count
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::cf::parse_str;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    const MSG: &str = "From: \"Cheap Meds\" <deals@pharma.example>\r\nTo: you@example.org\r\nSubject: Buy cheap VIAGRA now\r\nMessage-Id: <abc@pharma.example>\r\nContent-Type: text/plain\r\n\r\nHello friend,\r\nclick here to buy viagra, viagra and more viagra.\r\n\r\nVisit http://pharma.example/buy now.\r\n";
+
+    fn hits(rules: &str, message: &str) -> (Vec<String>, i32) {
+        let config = parse_str("test.cf", rules).expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        let mut scratch = Scratch::new(&set);
+        let v = set.scan(message.as_bytes(), &mut scratch);
+        (v.hits().map(|h| String::from(h.name)).collect(), v.score.0)
+    }
+
+    #[test]
+    fn rule_types_table() {
+        let cases: &[(&str, &[&str])] = &[
+            ("body B /click here/", &["B"]),
+            ("body B /^Buy cheap VIAGRA/", &["B"]),
+            ("body B /clickhere/", &[]),
+            ("body B /hello friend/i", &["B"]),
+            ("body B /friend.*click/", &[]),
+            ("rawbody R /viagra and more/", &["R"]),
+            ("full F /^From: \"Cheap/m", &["F"]),
+            ("full F /\\A Received/", &[]),
+            ("uri U /pharma\\.example/", &["U"]),
+            ("uri U /^https:/", &[]),
+            ("header H Subject =~ /viagra/i", &["H"]),
+            ("header H Subject =~ /viagra/", &[]),
+            ("header H Subject !~ /viagra/", &["H"]),
+            ("header H X-Nope =~ /./", &[]),
+            ("header H X-Nope !~ /./", &["H"]),
+            ("header H exists:Message-Id", &["H"]),
+            ("header H exists:X-Mailer", &[]),
+            ("header H X-Nope =~ /unset/ [if-unset: unset]", &["H"]),
+            ("header H From:addr =~ /^deals\\@pharma\\.example$/", &["H"]),
+            ("header H From:name =~ /^Cheap Meds$/", &["H"]),
+            ("header H ToCc =~ /you\\@example/", &["H"]),
+            ("header H MESSAGEID =~ /abc\\@pharma/", &["H"]),
+            ("header H ALL =~ /^To: you/m", &["H"]),
+            ("body __A /viagra/i\nbody __B /friend/\nmeta M __A && __B", &["M"]),
+            ("body __A /viagra/i\nbody __B /nothing here/\nmeta M __A && !__B", &["M"]),
+            ("body __A /viagra/i\ntflags __A multiple\nmeta M __A > 3", &["M"]),
+            ("body __A /viagra/i\ntflags __A multiple\nmeta M __A > 4", &[]),
+            ("body __A /viagra/i\nmeta M (__A + __B) > 1", &[]),
+            ("meta M1 M2\nmeta M2 M1\nbody B /viagra/", &["B"]),
+            ("body B /viagra/\nscore B 0", &[]),
+            ("body T_B /viagra/", &["T_B"]),
+        ];
+        for (rules, want) in cases {
+            let (got, _) = hits(rules, MSG);
+            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
+            assert_eq!(got, want, "rules: {rules}");
+        }
+    }
+
+    #[test]
+    fn scores_table() {
+        let cases: &[(&str, i32)] = &[
+            ("body A /viagra/\nscore A 2.5", 2500),
+            ("body A /viagra/\nbody B /friend/\nscore A 2.5\nscore B -1", 1500),
+            ("body A /viagra/", 1000),
+            ("body T_A /viagra/", 10),
+            ("body A /viagra/\ntflags A nice", -1000),
+            ("body A /viagra/\ntflags A multiple\nscore A 0.5", 1500),
+            ("body A /viagra/\ntflags A multiple maxhits=2\nscore A 0.5", 1000),
+            ("body __A /viagra/\nscore __A 3", 0),
+        ];
+        for (rules, want) in cases {
+            let (_, got) = hits(rules, MSG);
+            assert_eq!(got, *want, "rules: {rules}");
+        }
+    }
+
+    #[test]
+    fn gtube_is_spam_with_embedded_rules() {
+        let config = parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("default rules parse");
+        let set = RuleSet::compile(&config).expect("default rules compile");
+        assert!(set.disabled().is_empty(), "disabled: {:?}", set.disabled());
+        let mut scratch = Scratch::new(&set);
+        let gtube = "Subject: test\n\nXJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+        let v = set.scan(gtube.as_bytes(), &mut scratch);
+        assert!(v.is_spam());
+        assert!(v.hits().any(|h| h.name == "GTUBE"));
+        let v = set.scan(b"Subject: lunch\n\nSee you at noon.\n", &mut scratch);
+        assert!(!v.is_spam());
+    }
+
+    #[test]
+    fn scratch_follows_a_new_rule_set() {
+        let a = RuleSet::compile(&parse_str("a.cf", "body A /viagra/").expect("parse")).expect("compile");
+        let b = RuleSet::compile(&parse_str("b.cf", "body B1 /x/\nbody B2 /friend/\nbody B3 /viagra/").expect("parse")).expect("compile");
+        let mut scratch = Scratch::new(&a);
+        assert_eq!(a.scan(MSG.as_bytes(), &mut scratch).hits().count(), 1);
+        assert_eq!(b.scan(MSG.as_bytes(), &mut scratch).hits().count(), 2);
+    }
+}
