@@ -212,7 +212,7 @@ pub(crate) struct RuleInfo {
 
 /// A regex ready to run: dense when small enough, lazy otherwise.
 pub(crate) enum Matcher {
-    Dense(dense::DFA<Vec<u32>>),
+    Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
     /// Index into `RuleSet::lazy_dfas` and the scratch's caches.
     Lazy(usize),
 }
@@ -345,7 +345,7 @@ fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<B
         )
         .build_from_nfa(&nfa);
     let matcher = match dense {
-        Ok(dfa) => Matcher::Dense(dfa),
+        Ok(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         Err(_) => {
             let dfa = hybrid::dfa::Builder::new()
                 .configure(
