@@ -1,13 +1,14 @@
 //! What every siftd shell shares: the command line, loading rules from files, and
 //! the `scan` and `--lint` commands. Per-OS code (processes, sockets, sandboxes)
 //! stays in the shells.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod json;
 pub mod lint;
 pub mod load;
 pub mod scan;
+pub mod sys;
 
 /// Exit codes of sysexits.h, as spamd uses them.
 pub mod exit {

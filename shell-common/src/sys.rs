@@ -1,0 +1,449 @@
+//! POSIX system calls the same on Linux and the BSDs: the only `unsafe` of the
+//! shared shell code. Each wrapper turns `-1` into `io::Error` and owns its fds.
+
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Calls a libc function and turns a `-1` result into the last OS error.
+#[macro_export]
+macro_rules! syscall {
+    ($fn:ident ( $($arg:expr),* $(,)? )) => {{
+        // SAFETY: the caller passes valid arguments for this libc call; see each use.
+        let res = unsafe { libc::$fn($($arg),*) };
+        if res == -1 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(res)
+        }
+    }};
+}
+
+/// What `fork` returned.
+pub enum Fork {
+    /// In the parent: the child's pid.
+    Parent(libc::pid_t),
+    /// In the child.
+    Child,
+}
+
+/// Forks the process. The caller must be single-threaded.
+pub fn fork() -> io::Result<Fork> {
+    // SAFETY: fork has no pointer arguments; the daemon forks only while single-threaded.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Fork::Child),
+        pid => Ok(Fork::Parent(pid)),
+    }
+}
+
+/// How a reaped child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// `exit(code)`.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+/// Reaps one exited child without blocking.
+pub fn reap_child() -> io::Result<Option<(libc::pid_t, ExitStatus)>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `status` is a valid out-pointer for the duration of the call.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    match pid {
+        -1 => {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ECHILD) {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+        0 => Ok(None),
+        pid => {
+            let how = if libc::WIFSIGNALED(status) {
+                ExitStatus::Signal(libc::WTERMSIG(status))
+            } else {
+                ExitStatus::Code(libc::WEXITSTATUS(status))
+            };
+            Ok(Some((pid, how)))
+        }
+    }
+}
+
+/// Sends `signal` to process `pid`.
+pub fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    syscall!(kill(pid, signal)).map(drop)
+}
+
+/// This process's pid.
+pub fn getpid() -> libc::pid_t {
+    // SAFETY: getpid has no arguments and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// A connected pair of UNIX stream sockets, close-on-exec.
+pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    syscall!(socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()))?;
+    // SAFETY: socketpair succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads into `buf`; `Ok(0)` is end of file. Retries on EINTR.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes from `buf`, without SIGPIPE on a closed socket where the OS allows. Retries on EINTR.
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes all of `buf`.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = write(fd, buf)?;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        buf = buf.get(n..).unwrap_or(&[]);
+    }
+    Ok(())
+}
+
+/// Accepts one connection, close-on-exec and non-blocking as asked; `Ok(None)` when none is pending.
+pub fn accept(listener: RawFd, nonblocking: bool) -> io::Result<Option<(OwnedFd, Option<std::net::IpAddr>)>> {
+    // SAFETY: an all-zero sockaddr_storage is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let flags = libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 };
+    loop {
+        // SAFETY: `addr` and `len` are valid out-pointers sized for any address family.
+        let fd = unsafe { libc::accept4(listener, (&mut addr as *mut libc::sockaddr_storage).cast(), &mut len, flags) };
+        if fd >= 0 {
+            // SAFETY: accept4 returned a fresh fd that nobody else owns.
+            let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+            return Ok(Some((owned, peer_ip(&addr))));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) | Some(libc::ECONNABORTED) => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+}
+
+fn peer_ip(addr: &libc::sockaddr_storage) -> Option<std::net::IpAddr> {
+    match libc::c_int::from(addr.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in, which fits in it.
+            let sin: &libc::sockaddr_in = unsafe { &*(addr as *const libc::sockaddr_storage).cast() };
+            Some(std::net::IpAddr::V4(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6, which fits in it.
+            let sin6: &libc::sockaddr_in6 = unsafe { &*(addr as *const libc::sockaddr_storage).cast() };
+            Some(std::net::IpAddr::V6(std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+        }
+        _ => None,
+    }
+}
+
+/// Sends `fd` over the UNIX socket `sock` with one byte of payload `tag`.
+pub fn send_fd(sock: RawFd, fd: RawFd, tag: u8) -> io::Result<()> {
+    let mut payload = [tag];
+    let mut iov = libc::iovec { iov_base: payload.as_mut_ptr().cast(), iov_len: 1 };
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(mem::size_of::<RawFd>() as u32) } as usize;
+    let mut control = [0u8; 64];
+    if space > control.len() {
+        return Err(io::Error::other("control buffer too small"));
+    }
+    // SAFETY: an all-zero msghdr is valid; every pointer is set below.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: msg_control points at `space` writable bytes, enough for one cmsghdr with one fd.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() {
+            return Err(io::Error::other("no room for control message"));
+        }
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+    }
+    loop {
+        // SAFETY: msg and everything it points to live until the call returns.
+        let n = unsafe { libc::sendmsg(sock, &msg, send_flags()) };
+        if n >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Receives one fd sent by [`send_fd`]; `Ok(None)` at end of file.
+pub fn recv_fd(sock: RawFd) -> io::Result<Option<(OwnedFd, u8)>> {
+    let mut payload = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: payload.as_mut_ptr().cast(), iov_len: 1 };
+    let mut control = [0u8; 64];
+    // SAFETY: an all-zero msghdr is valid; every pointer is set below.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = control.len() as _;
+    let n = loop {
+        // SAFETY: msg points at live buffers of the stated sizes.
+        let n = unsafe { libc::recvmsg(sock, &mut msg, recv_flags()) };
+        if n >= 0 {
+            break n;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: recvmsg filled msg_control with msg_controllen bytes of cmsgs; the CMSG macros walk them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>());
+                return Ok(Some((OwnedFd::from_raw_fd(fd), payload[0])));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::InvalidData, "message without a file descriptor"))
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn recv_flags() -> libc::c_int {
+    libc::MSG_CMSG_CLOEXEC
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn recv_flags() -> libc::c_int {
+    0
+}
+
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd"))]
+fn send_flags() -> libc::c_int {
+    libc::MSG_NOSIGNAL
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd", target_os = "netbsd", target_os = "openbsd")))]
+fn send_flags() -> libc::c_int {
+    0
+}
+
+/// Sets or clears O_NONBLOCK.
+pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+    let flags = syscall!(fcntl(fd, libc::F_GETFL))?;
+    let flags = if on { flags | libc::O_NONBLOCK } else { flags & !libc::O_NONBLOCK };
+    syscall!(fcntl(fd, libc::F_SETFL, flags)).map(drop)
+}
+
+/// Sets a socket's receive and send timeouts (0 = none).
+pub fn set_socket_timeouts(fd: RawFd, seconds: u32) -> io::Result<()> {
+    let tv = libc::timeval { tv_sec: seconds as libc::time_t, tv_usec: 0 };
+    for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        syscall!(setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&tv as *const libc::timeval).cast(),
+            mem::size_of::<libc::timeval>() as libc::socklen_t
+        ))?;
+    }
+    Ok(())
+}
+
+/// Ignores SIGPIPE: a client that goes away must not kill a worker.
+pub fn ignore_sigpipe() -> io::Result<()> {
+    // SAFETY: SIG_IGN is a valid disposition for SIGPIPE.
+    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    if old == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Blocks (or unblocks) `signals` for this thread, returning the old mask.
+pub fn block_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
+    // SAFETY: an all-zero sigset_t is initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &s in signals {
+        // SAFETY: `set` is a valid sigset_t and `s` a signal number.
+        unsafe { libc::sigaddset(&mut set, s) };
+    }
+    let how = if block { libc::SIG_BLOCK } else { libc::SIG_UNBLOCK };
+    // SAFETY: `set` is valid; a null old-set pointer is allowed.
+    let rc = unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Restores default dispositions for `signals` (a forked child must not inherit the master's).
+pub fn default_signals(signals: &[libc::c_int]) -> io::Result<()> {
+    for &s in signals {
+        // SAFETY: SIG_DFL is a valid disposition for any catchable signal.
+        if unsafe { libc::signal(s, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// User and group ids and supplementary groups of a user name.
+pub struct Account {
+    /// uid
+    pub uid: libc::uid_t,
+    /// primary gid
+    pub gid: libc::gid_t,
+    /// name, for initgroups
+    pub name: CString,
+}
+
+/// Looks up `name` in the password database.
+pub fn lookup_user(name: &str) -> io::Result<Account> {
+    let cname = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "user name with NUL"))?;
+    // SAFETY: an all-zero passwd is a valid out-value; getpwnam_r fills it.
+    let mut pwd: libc::passwd = unsafe { mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the stated sizes for the duration of the call.
+    let rc = unsafe { libc::getpwnam_r(cname.as_ptr(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    if result.is_null() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no user named {name}")));
+    }
+    Ok(Account { uid: pwd.pw_uid, gid: pwd.pw_gid, name: cname })
+}
+
+/// Looks up a group name.
+pub fn lookup_group(name: &str) -> io::Result<libc::gid_t> {
+    let cname = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "group name with NUL"))?;
+    // SAFETY: an all-zero group is a valid out-value; getgrnam_r fills it.
+    let mut grp: libc::group = unsafe { mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut result: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the stated sizes for the duration of the call.
+    let rc = unsafe { libc::getgrnam_r(cname.as_ptr(), &mut grp, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    if result.is_null() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no group named {name}")));
+    }
+    Ok(grp.gr_gid)
+}
+
+/// Drops root for good: supplementary groups, then gid, then uid.
+pub fn drop_privileges(account: &Account) -> io::Result<()> {
+    // SAFETY: name is a valid C string; initgroups reads it only.
+    if unsafe { libc::initgroups(account.name.as_ptr(), account.gid as _) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    set_ids(account.uid, account.gid)?;
+    // Verify that root cannot be regained.
+    // SAFETY: setuid(0) only attempts a change; failure is what we want.
+    if account.uid != 0 && unsafe { libc::setuid(0) } == 0 {
+        return Err(io::Error::other("privileges could be regained after dropping them"));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "netbsd"))]
+fn set_ids(uid: libc::uid_t, gid: libc::gid_t) -> io::Result<()> {
+    syscall!(setresgid(gid, gid, gid))?;
+    syscall!(setresuid(uid, uid, uid))?;
+    Ok(())
+}
+
+#[cfg(target_os = "netbsd")]
+fn set_ids(uid: libc::uid_t, gid: libc::gid_t) -> io::Result<()> {
+    // NetBSD has no setres*id; as root, setgid/setuid set real, effective and saved ids.
+    syscall!(setgid(gid))?;
+    syscall!(setuid(uid))?;
+    Ok(())
+}
+
+/// Changes owner and mode of a path (a UNIX socket).
+pub fn chown_chmod(path: &std::path::Path, uid: Option<libc::uid_t>, gid: Option<libc::gid_t>, mode: Option<u32>) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path with NUL"))?;
+    if uid.is_some() || gid.is_some() {
+        let u = uid.unwrap_or(libc::uid_t::MAX);
+        let g = gid.unwrap_or(libc::gid_t::MAX);
+        syscall!(chown(c.as_ptr(), u, g))?;
+    }
+    if let Some(m) = mode {
+        syscall!(chmod(c.as_ptr(), m as libc::mode_t))?;
+    }
+    Ok(())
+}
+
+/// Waits for readiness of `fds` (fd, events) with poll(2); returns revents per fd.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    loop {
+        // SAFETY: `fds` is a valid array of pollfd of the given length.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// The raw fd of anything that has one.
+pub fn raw<F: AsRawFd>(f: &F) -> RawFd {
+    f.as_raw_fd()
+}
