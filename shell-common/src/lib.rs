@@ -3,6 +3,7 @@
 //! stays in the shells.
 #![deny(unsafe_code)]
 
+pub mod access;
 pub mod cli;
 pub mod json;
 pub mod lint;
