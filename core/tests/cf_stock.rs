@@ -293,7 +293,13 @@ fn translations_match_like_perl() {
         }
         if !diffs.is_empty() {
             differing += 1;
-            println!("{name}: {} -> {out}: {} of {} texts differ, e.g. {:?}", p.perl, diffs.len(), texts.len(), diffs[0]);
+            println!(
+                "{name}: {} -> {out}: {} of {} texts differ, e.g. {:?}",
+                p.perl,
+                diffs.len(),
+                texts.len(),
+                diffs[0]
+            );
         }
     }
     println!("{} patterns, {} texts: {differing} differ, {perl_errors} rejected by perl", patterns.len(), texts.len());

@@ -155,6 +155,7 @@ const HEADER_MODIFIERS: &[&str] = &["raw", "addr", "name", "host", "domain", "ip
 
 /// Every directive SpamAssassin 4.0.1 and its bundled plugins register (sorted):
 /// those this parser does not act on are ignored with a note per directive.
+#[rustfmt::skip]
 const SA_DIRECTIVES: &[&str] = &[
     "add_header", "adsp_override", "all_spam_to", "allow_user_rules", "always_trust_envelope_sender", "askdns",
     "asn_lookup", "asn_lookup_ipv6", "asn_prefer_geodb", "asn_prefix", "asn_use_dns", "asn_use_geodb",
@@ -280,7 +281,8 @@ impl core::fmt::Display for ParseError {
     }
 }
 
-/// ReplaceTags settings.
+/// ReplaceTags settings. `replace_start` and `replace_end` are taken as literal
+/// text (SpamAssassin reads them as regex fragments; the stock rules keep `<` `>`).
 struct ReplaceTags {
     start: String,
     end: String,
@@ -586,9 +588,6 @@ impl Parser {
         let mut line_no: u32 = 0;
         for raw in text.split(|&b| b == b'\n') {
             line_no = line_no.saturating_add(1);
-            if !raw.contains(&b'#') && raw.iter().all(|&b| is_space(b)) {
-                continue;
-            }
             let cleaned = clean_line(raw);
             if cleaned.is_empty() {
                 continue;
@@ -769,8 +768,7 @@ impl Parser {
                 }
             }
             _ => {
-                if SA_DIRECTIVES.binary_search(&key).is_ok()
-                    || SA_DIRECTIVE_PREFIXES.iter().any(|p| key.starts_with(p))
+                if SA_DIRECTIVES.binary_search(&key).is_ok() || SA_DIRECTIVE_PREFIXES.iter().any(|p| key.starts_with(p))
                 {
                     self.ignore(key, origin);
                 } else {
@@ -1025,8 +1023,7 @@ impl Parser {
         let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
         let whole = digits.split_once('.').map_or(digits, |(w, _)| w);
         let frac = digits.split_once('.').map_or("", |(_, f)| f);
-        if whole.is_empty() || !whole.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit())
-        {
+        if whole.is_empty() || !whole.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit()) {
             return Err(String::from("invalid value"));
         }
         self.config.required_score = Score::parse(value).map_err(|e| e.to_string())?;
@@ -1066,11 +1063,7 @@ impl Parser {
         }
         let template = template.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(template);
         remove_headers_named(&mut self.config.add_headers, when, name);
-        self.config.add_headers.push(AddHeader {
-            when,
-            name: name.to_string(),
-            template: unescape_template(template),
-        });
+        self.config.add_headers.push(AddHeader { when, name: name.to_string(), template: unescape_template(template) });
         Ok(())
     }
 
@@ -1218,7 +1211,7 @@ impl Parser {
             if replaced != original {
                 let replaced = replaced.strip_prefix("(?aa)").unwrap_or(&replaced);
                 let perl_text = format!("/{}/", escape_slashes(replaced));
-                let translated = perl::translate(&perl_text);
+                let translated = translate_rule_regex(&perl_text);
                 *pattern = Pattern { perl: perl_text, translated };
             }
         }
@@ -1435,12 +1428,15 @@ fn make_pattern(text: &str) -> Result<Pattern, String> {
     if let Err(e) = perl::split_literal(text) {
         return Err(format!("{e} {}", quote(text)));
     }
-    let translated = if has_capture_template(text) {
-        Err(Unsupported::Construct(String::from("capture template %{...}")))
-    } else {
-        perl::translate(text)
-    };
-    Ok(Pattern { perl: text.to_string(), translated })
+    Ok(Pattern { perl: text.to_string(), translated: translate_rule_regex(text) })
+}
+
+/// [`perl::translate`], refusing SpamAssassin capture templates first.
+fn translate_rule_regex(text: &str) -> Result<String, Unsupported> {
+    if has_capture_template(text) {
+        return Err(Unsupported::Construct(String::from("capture template %{...}")));
+    }
+    perl::translate(text)
 }
 
 /// SpamAssassin 4's `%{TAG}` capture templates (filled at scan time from other
@@ -1490,7 +1486,10 @@ fn split_if_unset(text: &str) -> (&str, Option<&str>) {
         let preceded = before.ends_with(|c: char| c.is_ascii() && is_space(c as u8));
         let spaced = after.starts_with(|c: char| c.is_ascii() && is_space(c as u8));
         if preceded && spaced && text.ends_with(']') {
-            let value = after.strip_suffix(']').unwrap_or(after).trim_start_matches(|c: char| c.is_ascii() && is_space(c as u8));
+            let value = after
+                .strip_suffix(']')
+                .unwrap_or(after)
+                .trim_start_matches(|c: char| c.is_ascii() && is_space(c as u8));
             if !value.is_empty() {
                 return (trim(before), Some(value));
             }
@@ -1506,9 +1505,7 @@ fn eval_kind(on: EvalOn, call: &str) -> Result<RuleKind, String> {
     let function = call.get(..fn_len).unwrap_or("");
     let args = call.get(fn_len..).and_then(|r| r.strip_prefix('(')).and_then(|r| r.strip_suffix(')'));
     match args {
-        Some(args) if fn_len > 0 => {
-            Ok(RuleKind::Eval { on, function: function.to_string(), args: args.to_string() })
-        }
+        Some(args) if fn_len > 0 => Ok(RuleKind::Eval { on, function: function.to_string(), args: args.to_string() }),
         _ => Err(format!("invalid eval call {}", quote(call))),
     }
 }
@@ -1775,7 +1772,12 @@ impl MetaParser {
     }
 
     /// Operands joined by an associative operator, as a balanced tree.
-    fn chain(&mut self, op_text: &str, op: MetaOp, next: fn(&mut Self) -> Result<Node, String>) -> Result<Node, String> {
+    fn chain(
+        &mut self,
+        op_text: &str,
+        op: MetaOp,
+        next: fn(&mut Self) -> Result<Node, String>,
+    ) -> Result<Node, String> {
         let mut items = alloc::vec![next(self)?];
         while self.peek_op() == Some(op_text) {
             self.pos += 1;
@@ -2223,9 +2225,15 @@ frobnicate now
         assert!(matches!(rule(&config, "B_EVAL").kind, RuleKind::Eval { on: EvalOn::Body, .. }));
         assert!(matches!(rule(&config, "RB_EVAL").kind, RuleKind::Eval { on: EvalOn::RawBody, .. }));
         assert!(matches!(rule(&config, "F_EVAL").kind, RuleKind::Eval { on: EvalOn::Full, .. }));
-        assert!(matches!(&rule(&config, "RB").kind, RuleKind::RawBody(p) if p.translated.as_deref() == Ok("(?i)<script")));
-        assert!(matches!(&rule(&config, "F").kind, RuleKind::Full(p) if p.translated.as_deref() == Ok("(?m)^Received: from")));
-        assert!(matches!(&rule(&config, "U").kind, RuleKind::Uri(p) if p.translated.as_deref() == Ok("^https?://bit\\.ly/")));
+        assert!(
+            matches!(&rule(&config, "RB").kind, RuleKind::RawBody(p) if p.translated.as_deref() == Ok("(?i)<script"))
+        );
+        assert!(
+            matches!(&rule(&config, "F").kind, RuleKind::Full(p) if p.translated.as_deref() == Ok("(?m)^Received: from"))
+        );
+        assert!(
+            matches!(&rule(&config, "U").kind, RuleKind::Uri(p) if p.translated.as_deref() == Ok("^https?://bit\\.ly/"))
+        );
         match &rule(&config, "M_RAW").kind {
             RuleKind::MimeHeader { name, raw, pattern } => {
                 assert_eq!(name, "Content-Type");
@@ -2240,10 +2248,7 @@ frobnicate now
         let gtube = rule(&config, "GTUBE_LIKE");
         assert_eq!(gtube.score, Some([Score(3000); 4]));
         assert_eq!(gtube.describe.as_deref(), Some("Looks like GTUBE"));
-        assert_eq!(
-            gtube.tflags,
-            TFlags { multiple: true, maxhits: Some(3), nice: true, ..TFlags::default() }
-        );
+        assert_eq!(gtube.tflags, TFlags { multiple: true, maxhits: Some(3), nice: true, ..TFlags::default() });
         assert_eq!(
             rule(&config, "U").tflags,
             TFlags { net: true, learn: true, noautolearn: true, nosubject: true, ..TFlags::default() }
@@ -2260,11 +2265,7 @@ frobnicate now
             Box::new(MetaExpr::Binary(
                 MetaOp::And,
                 rule_ref("H_SUBJ"),
-                Box::new(MetaExpr::Binary(
-                    MetaOp::Or,
-                    rule_ref("GTUBE_LIKE"),
-                    Box::new(MetaExpr::Not(rule_ref("U"))),
-                )),
+                Box::new(MetaExpr::Binary(MetaOp::Or, rule_ref("GTUBE_LIKE"), Box::new(MetaExpr::Not(rule_ref("U"))))),
             )),
             Box::new(MetaExpr::Binary(
                 MetaOp::Gt,
@@ -2327,6 +2328,15 @@ frobnicate now
         assert_eq!(unknown.len(), 1);
         assert_eq!(unknown[0].origin, Origin { file: String::from("every.cf"), line: 70 });
         assert_eq!(config.notes.len(), 4, "{:?}", config.notes);
+    }
+
+    #[test]
+    fn default_rules_parse() {
+        let config = parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("parses");
+        let gtube = rule(&config, "GTUBE");
+        assert_eq!(gtube.score, Some([Score::points(1000); 4]));
+        assert!(matches!(&gtube.kind, RuleKind::Body(p) if p.translated.is_ok()));
+        assert!(!has_note(&config, "unknown directive"), "{:?}", config.notes);
     }
 
     #[test]
@@ -2670,7 +2680,10 @@ remove_header all Checker-Version
                 reason: String::from("/etc/sa/nowhere.cf: not found")
             })
         );
-        assert_eq!(parse_str("n.cf", "include x.cf\n").map(|_| ()).map_err(|e| e.to_string()), Err(String::from("n.cf:1: include x.cf: no file system")));
+        assert_eq!(
+            parse_str("n.cf", "include x.cf\n").map(|_| ()).map_err(|e| e.to_string()),
+            Err(String::from("n.cf:1: include x.cf: no file system"))
+        );
     }
 
     /// An includer whose every file includes a new one.
@@ -2763,7 +2776,10 @@ remove_header all Checker-Version
         assert!(!has_capture_template("/a%{gb}/"));
         assert!(!has_capture_template("/a%{GB__X}/"));
         assert_eq!(escape_slashes("a/b\\/c\\\\/"), "a\\/b\\/c\\\\\\/");
-        assert_eq!(split_tags(b"<A><B>x"), vec![b"".to_vec(), b"<A>".to_vec(), b"".to_vec(), b"<B>".to_vec(), b"x".to_vec()]);
+        assert_eq!(
+            split_tags(b"<A><B>x"),
+            vec![b"".to_vec(), b"<A>".to_vec(), b"".to_vec(), b"<B>".to_vec(), b"x".to_vec()]
+        );
         assert_eq!(split_tags(b"x<A><B>"), vec![b"x".to_vec(), b"<A>".to_vec(), b"".to_vec(), b"<B>".to_vec()]);
         assert_eq!(split_tags(b"a<<b>>"), vec![b"a<".to_vec(), b"<b>".to_vec(), b">".to_vec()]);
     }

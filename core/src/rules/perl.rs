@@ -70,8 +70,8 @@ const NOT_HSPACE: &str = "[^\\t \\xA0]";
 
 /// POSIX class names Perl knows.
 const POSIX_CLASSES: &[&str] = &[
-    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper",
-    "word", "xdigit",
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "word",
+    "xdigit",
 ];
 
 fn invalid(why: &str) -> Unsupported {
@@ -97,10 +97,7 @@ pub fn split_literal(perl: &str) -> Result<(&str, &str), Unsupported> {
     let (rest, close) = if let Some(rest) = perl.strip_prefix('/') {
         (rest, b'/')
     } else {
-        let rest = perl
-            .strip_prefix("qr")
-            .or_else(|| perl.strip_prefix('m'))
-            .ok_or(Unsupported::Delimiters)?;
+        let rest = perl.strip_prefix("qr").or_else(|| perl.strip_prefix('m')).ok_or(Unsupported::Delimiters)?;
         let open = *rest.as_bytes().first().ok_or(Unsupported::Delimiters)?;
         let close = match open {
             b'{' => b'}',
@@ -890,9 +887,7 @@ impl<'a> Translator<'a> {
                 }
                 Member::Char(lo) => lo,
             };
-            let is_range = !self.quoting
-                && self.peek() == Some(b'-')
-                && self.peek_at(1).is_some_and(|c| c != b']');
+            let is_range = !self.quoting && self.peek() == Some(b'-') && self.peek_at(1).is_some_and(|c| c != b']');
             if !is_range {
                 push_class_char(&mut inner, &mut big, lo);
                 continue;
@@ -1280,14 +1275,8 @@ mod tests {
             ("/a\\/", Err(Unsupported::Invalid(String::from("trailing backslash")))),
             ("m{a\\}", Err(Unsupported::Invalid(String::from("trailing backslash")))),
             // Real SpamAssassin rules.
-            (
-                "/\\bb(?:itcoin)[i\\x{0456}]t/i",
-                Ok("(?i)\\bb(?:itcoin)(?:[i]|\\xD1\\x96)t"),
-            ),
-            (
-                "m{^https?://[^/?\\s]+?:\\d+(?:/|\\s|$)}",
-                Ok("^https?://[^/\\?\\s]+?:\\d+(?:/|\\s|$)"),
-            ),
+            ("/\\bb(?:itcoin)[i\\x{0456}]t/i", Ok("(?i)\\bb(?:itcoin)(?:[i]|\\xD1\\x96)t")),
+            ("m{^https?://[^/?\\s]+?:\\d+(?:/|\\s|$)}", Ok("^https?://[^/\\?\\s]+?:\\d+(?:/|\\s|$)")),
             ("/^\\s*(?:[12]\\d|3[01])\\s+(?i:Jan|Feb)$/", Ok("^\\s*(?:[12]\\d|3[01])\\s+(?i:Jan|Feb)$")),
             ("/X-Spam-Flag: YES/i", Ok("(?i)X\\-Spam\\-Flag: YES")),
         ];
@@ -1332,8 +1321,24 @@ mod tests {
         deep.push('/');
         assert_eq!(translate(&deep), Err(Unsupported::Construct(String::from("groups nested too deep"))));
         let inputs = [
-            "/\\", "/[", "/[\\", "/(?", "/(?<", "/(?P", "/\\x{", "/\\o{1", "/\\N{U+", "/\\c", "/[[:", "/a{99999999999999}/",
-            "/\\99999999999999999/", "/(?#", "/\\p{", "/[a-/", "/[\\x{10FFFF}-\\x{0}]/", "m\u{0}a\u{0}",
+            "/\\",
+            "/[",
+            "/[\\",
+            "/(?",
+            "/(?<",
+            "/(?P",
+            "/\\x{",
+            "/\\o{1",
+            "/\\N{U+",
+            "/\\c",
+            "/[[:",
+            "/a{99999999999999}/",
+            "/\\99999999999999999/",
+            "/(?#",
+            "/\\p{",
+            "/[a-/",
+            "/[\\x{10FFFF}-\\x{0}]/",
+            "m\u{0}a\u{0}",
         ];
         for input in inputs {
             let _ = translate(input);
