@@ -1181,9 +1181,16 @@ impl Parser {
     /// Replaces `rules_matching(GLOB)` in metas by the sum of the matching rules.
     fn expand_rules_matching(&mut self) {
         let names: Vec<String> = self.index.keys().cloned().collect();
+        let mut globs = GlobExpansion { names: &names, budget: GLOB_BUDGET, refused: Vec::new() };
         for rule in &mut self.config.rules {
             if let RuleKind::Meta(expr) = &mut rule.kind {
-                expand_globs(expr, &names, &rule.name, 0);
+                expand_globs(expr, &mut globs, &rule.name, 0);
+                for glob in globs.refused.drain(..) {
+                    self.config.notes.push(LintNote {
+                        origin: rule.origin.clone(),
+                        message: format!("rules_matching({glob}): too many rules or too much work, taken as 0"),
+                    });
+                }
             }
         }
     }
@@ -1207,7 +1214,10 @@ impl Parser {
             // modifiers, then the body. The prefix matters (a leading tag is then
             // never preceded by an empty piece); it is dropped again afterwards.
             let original = if flags.is_empty() { format!("(?aa){body}") } else { format!("(?aa)(?{flags}){body}") };
-            let replaced = replace_tags(&original, &self.replace);
+            let Some(replaced) = replace_tags(&original, &self.replace) else {
+                pattern.translated = Err(Unsupported::Construct(String::from("ReplaceTags expansion too long")));
+                continue;
+            };
             if replaced != original {
                 let replaced = replaced.strip_prefix("(?aa)").unwrap_or(&replaced);
                 let perl_text = format!("/{}/", escape_slashes(replaced));
@@ -1600,28 +1610,57 @@ fn escape_slashes(body: &str) -> String {
 
 /// Replaces `rules_matching(GLOB)` placeholders in `expr` (depth bounded by the
 /// parser's limit).
-fn expand_globs(expr: &mut MetaExpr, names: &[String], own: &str, depth: usize) {
+fn expand_globs(expr: &mut MetaExpr, globs: &mut GlobExpansion<'_>, own: &str, depth: usize) {
     if depth > MAX_META_DEPTH + 1 {
         return;
     }
     match expr {
         MetaExpr::Rule(name) => {
-            if let Some(glob) = name.strip_prefix("rules_matching(").and_then(|g| g.strip_suffix(')')) {
-                let matching: Vec<(MetaExpr, usize)> = names
+            let Some(glob) = name.strip_prefix("rules_matching(").and_then(|g| g.strip_suffix(')')) else {
+                return;
+            };
+            let cost = globs.names.len() as u64;
+            let affordable = globs.budget >= cost;
+            let matching: Vec<(MetaExpr, usize)> = if affordable {
+                globs.budget -= cost;
+                globs
+                    .names
                     .iter()
                     .filter(|n| n.as_str() != own && glob_matches(glob.as_bytes(), n.as_bytes()))
                     .map(|n| (MetaExpr::Rule(n.clone()), 1))
-                    .collect();
-                *expr = if matching.is_empty() { MetaExpr::Number(0.0) } else { balanced(MetaOp::Add, matching).0 };
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !affordable || matching.len() > MAX_GLOB_RULES {
+                globs.refused.push(glob.to_string());
+                *expr = MetaExpr::Number(0.0);
+                return;
             }
+            *expr = if matching.is_empty() { MetaExpr::Number(0.0) } else { balanced(MetaOp::Add, matching).0 };
         }
         MetaExpr::Number(_) => {}
-        MetaExpr::Not(inner) | MetaExpr::Neg(inner) => expand_globs(inner, names, own, depth + 1),
+        MetaExpr::Not(inner) | MetaExpr::Neg(inner) => expand_globs(inner, globs, own, depth + 1),
         MetaExpr::Binary(_, l, r) => {
-            expand_globs(l, names, own, depth + 1);
-            expand_globs(r, names, own, depth + 1);
+            expand_globs(l, globs, own, depth + 1);
+            expand_globs(r, globs, own, depth + 1);
         }
     }
+}
+
+/// Glob comparisons allowed for all `rules_matching()` expansions together.
+const GLOB_BUDGET: u64 = 1_000_000;
+/// Most rules one `rules_matching()` may stand for.
+const MAX_GLOB_RULES: usize = 10_000;
+
+/// State of the `rules_matching()` expansions of one configuration.
+struct GlobExpansion<'a> {
+    /// All rule names, sorted.
+    names: &'a [String],
+    /// Glob comparisons left.
+    budget: u64,
+    /// Globs of the current rule that were refused.
+    refused: Vec<String>,
 }
 
 /// Combines operands of an associative operator into a balanced tree; returns
@@ -1919,15 +1958,13 @@ fn find_tag(s: &[u8], from: usize, start: &[u8], end: &[u8]) -> Option<(usize, u
     if start.is_empty() || end.is_empty() {
         return None;
     }
-    let mut k = from;
-    while let Some(found) = find_bytes(s.get(k..)?, start) {
-        let m = k + found;
+    if let Some(found) = find_bytes(s.get(from..)?, start) {
+        let m = from + found;
         let name_start = m + start.len();
-        if let Some(e) = s.get(name_start + 1..).and_then(|r| find_bytes(r, end)) {
-            let name_end = name_start + 1 + e;
-            return Some((m, name_start, name_end, name_end + end.len()));
-        }
-        k = m + 1;
+        // No end after this start means none after a later one either.
+        let e = s.get(name_start + 1..).and_then(|r| find_bytes(r, end))?;
+        let name_end = name_start + 1 + e;
+        return Some((m, name_start, name_end, name_end + end.len()));
     }
     None
 }
@@ -1944,19 +1981,13 @@ fn take_directive(re: &mut Vec<u8>, kind: &str, start: &[u8], end: &[u8]) -> Opt
     let mut opener = start.to_vec();
     opener.extend_from_slice(kind.as_bytes());
     opener.push(b' ');
-    let mut k = 0;
-    while let Some(found) = re.get(k..).and_then(|r| find_bytes(r, &opener)) {
-        let m = k + found;
-        let name_start = m + opener.len();
-        if let Some(e) = re.get(name_start + 1..).and_then(|r| find_bytes(r, end)) {
-            let name_end = name_start + 1 + e;
-            let name = re.get(name_start..name_end)?.to_vec();
-            re.drain(m..name_end + end.len());
-            return Some(name);
-        }
-        k = m + 1;
-    }
-    None
+    let m = find_bytes(re, &opener)?;
+    let name_start = m + opener.len();
+    let e = re.get(name_start + 1..).and_then(|r| find_bytes(r, end))?;
+    let name_end = name_start + 1 + e;
+    let name = re.get(name_start..name_end)?.to_vec();
+    re.drain(m..name_end + end.len());
+    Some(name)
 }
 
 /// Perl's `split(/(<[^<>]+>)/, $re)`: text and tags alternating, trailing empty
@@ -1993,8 +2024,12 @@ fn truthy(value: Option<&String>) -> Option<&String> {
     value.filter(|v| !v.is_empty() && v.as_str() != "0")
 }
 
-/// SpamAssassin's ReplaceTags expansion of one regex (`(?flags)body`).
-fn replace_tags(original: &str, rt: &ReplaceTags) -> String {
+/// Longest regex ReplaceTags may produce (templates can grow it exponentially).
+const MAX_REPLACED_LEN: usize = 1 << 16;
+
+/// SpamAssassin's ReplaceTags expansion of one regex (`(?flags)body`); `None`
+/// when the result would exceed [`MAX_REPLACED_LEN`].
+fn replace_tags(original: &str, rt: &ReplaceTags) -> Option<String> {
     let (start, end) = (rt.start.as_bytes(), rt.end.as_bytes());
     let mut re = original.as_bytes().to_vec();
     let mut passes = 0;
@@ -2015,11 +2050,18 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> String {
                 }
             }
             if let Some(post) = &post {
+                let mut out = Vec::with_capacity(piece.len() + post.len());
                 let mut from = 0;
                 while let Some((_, _, _, m_end)) = find_tag(piece, from, start, end) {
-                    piece.splice(m_end..m_end, post.iter().copied());
-                    from = m_end + post.len();
+                    out.extend_from_slice(piece.get(from..m_end).unwrap_or(&[]));
+                    out.extend_from_slice(post);
+                    from = m_end;
+                    if out.len() > MAX_REPLACED_LEN {
+                        return None;
+                    }
                 }
+                out.extend_from_slice(piece.get(from..).unwrap_or(&[]));
+                *piece = out;
             }
             if let Some(inter) = &inter {
                 if piece.is_empty() {
@@ -2044,6 +2086,9 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> String {
                 if piece.get(i..).is_some_and(|r| r.starts_with(&needle)) {
                     out.extend_from_slice(replacement.as_bytes());
                     i += needle.len();
+                    if out.len() > MAX_REPLACED_LEN {
+                        return None;
+                    }
                 } else {
                     out.extend(piece.get(i).copied());
                     i += 1;
@@ -2055,23 +2100,34 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> String {
             }
         }
         re = pieces.concat();
+        if re.len() > MAX_REPLACED_LEN {
+            return None;
+        }
         passes += 1;
         if !(again && passes <= 5) {
             break;
         }
     }
-    String::from_utf8(re).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    Some(String::from_utf8(re).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// Whether `text` contains `<[^>]+>`.
 fn has_tag(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.iter().enumerate().any(|(i, &c)| {
-        c == b'<' && {
-            let len = b.get(i + 1..).unwrap_or(&[]).iter().take_while(|&&d| d != b'>').count();
-            len > 0 && b.get(i + 1 + len) == Some(&b'>')
+    // For each `>`, the first `<` since the previous `>` must not be just before it.
+    let mut first_open: Option<usize> = None;
+    for (i, c) in text.bytes().enumerate() {
+        match c {
+            b'<' if first_open.is_none() => first_open = Some(i),
+            b'>' => {
+                if first_open.is_some_and(|o| o + 1 < i) {
+                    return true;
+                }
+                first_open = None;
+            }
+            _ => {}
         }
-    })
+    }
+    false
 }
 
 /// Parses rule text that has no includes, such as [`super::DEFAULT_RULES`].
@@ -2591,6 +2647,28 @@ replace_rules R1 R2 R3 R4 R5 R6 R7 R8
             assert_eq!(perl.perl, *want, "{name}");
             assert_eq!(perl.translated, perl::translate(want), "{name}");
         }
+    }
+
+    #[test]
+    fn replace_tags_growth_is_bounded() {
+        let text = format!("replace_tag A {}\nbody R /<A>/\nreplace_rules R\n", "<A>".repeat(1000));
+        let config = parse_str("g.cf", &text).expect("parses");
+        match &rule(&config, "R").kind {
+            RuleKind::Body(p) => {
+                assert_eq!(p.translated, Err(Unsupported::Construct(String::from("ReplaceTags expansion too long"))))
+            }
+            other => panic!("{other:?}"),
+        }
+        let many: String = (0..800).map(|i| format!("body R{i} /x/\nmeta M{i} rules_matching(R*)\n")).collect();
+        let config = parse_str("m.cf", &many).expect("parses");
+        assert!(matches!(&rule(&config, "M0").kind, RuleKind::Meta(MetaExpr::Binary(MetaOp::Add, ..))));
+        assert!(matches!(&rule(&config, "M799").kind, RuleKind::Meta(MetaExpr::Number(_))));
+        assert!(has_note(&config, "rules_matching(R*): too many rules or too much work"));
+        assert!(has_tag("a<b>"));
+        assert!(has_tag("<<b>"));
+        assert!(!has_tag("<>"));
+        assert!(!has_tag("<<<<"));
+        assert!(!has_tag("a>b<"));
     }
 
     #[test]
