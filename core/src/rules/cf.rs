@@ -1198,6 +1198,7 @@ impl Parser {
     /// SpamAssassin's ReplaceTags: template tags in the regexes of `replace_rules`.
     fn apply_replace_tags(&mut self) {
         let rules: Vec<String> = self.replace.rules.iter().cloned().collect();
+        let mut budget = REPLACED_BUDGET;
         for name in rules {
             let Some(rule) = self.index.get(&name).and_then(|&i| self.config.rules.get_mut(i)) else {
                 continue;
@@ -1214,10 +1215,11 @@ impl Parser {
             // modifiers, then the body. The prefix matters (a leading tag is then
             // never preceded by an empty piece); it is dropped again afterwards.
             let original = if flags.is_empty() { format!("(?aa){body}") } else { format!("(?aa)(?{flags}){body}") };
-            let Some(replaced) = replace_tags(&original, &self.replace) else {
+            let Some(replaced) = replace_tags(&original, &self.replace, budget.min(MAX_REPLACED_LEN)) else {
                 pattern.translated = Err(Unsupported::Construct(String::from("ReplaceTags expansion too long")));
                 continue;
             };
+            budget = budget.saturating_sub(replaced.len());
             if replaced != original {
                 let replaced = replaced.strip_prefix("(?aa)").unwrap_or(&replaced);
                 let perl_text = format!("/{}/", escape_slashes(replaced));
@@ -2024,12 +2026,15 @@ fn truthy(value: Option<&String>) -> Option<&String> {
     value.filter(|v| !v.is_empty() && v.as_str() != "0")
 }
 
-/// Longest regex ReplaceTags may produce (templates can grow it exponentially).
-const MAX_REPLACED_LEN: usize = 1 << 16;
+/// Longest regex ReplaceTags may produce (templates can grow it exponentially;
+/// the longest stock expansion is 224 KB).
+const MAX_REPLACED_LEN: usize = 1 << 20;
+/// Bytes all ReplaceTags expansions of a configuration may produce together.
+const REPLACED_BUDGET: usize = 64 << 20;
 
 /// SpamAssassin's ReplaceTags expansion of one regex (`(?flags)body`); `None`
-/// when the result would exceed [`MAX_REPLACED_LEN`].
-fn replace_tags(original: &str, rt: &ReplaceTags) -> Option<String> {
+/// when the result would exceed `max_len` bytes.
+fn replace_tags(original: &str, rt: &ReplaceTags, max_len: usize) -> Option<String> {
     let (start, end) = (rt.start.as_bytes(), rt.end.as_bytes());
     let mut re = original.as_bytes().to_vec();
     let mut passes = 0;
@@ -2056,7 +2061,7 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> Option<String> {
                     out.extend_from_slice(piece.get(from..m_end).unwrap_or(&[]));
                     out.extend_from_slice(post);
                     from = m_end;
-                    if out.len() > MAX_REPLACED_LEN {
+                    if out.len() > max_len {
                         return None;
                     }
                 }
@@ -2086,7 +2091,7 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> Option<String> {
                 if piece.get(i..).is_some_and(|r| r.starts_with(&needle)) {
                     out.extend_from_slice(replacement.as_bytes());
                     i += needle.len();
-                    if out.len() > MAX_REPLACED_LEN {
+                    if out.len() > max_len {
                         return None;
                     }
                 } else {
@@ -2100,7 +2105,7 @@ fn replace_tags(original: &str, rt: &ReplaceTags) -> Option<String> {
             }
         }
         re = pieces.concat();
-        if re.len() > MAX_REPLACED_LEN {
+        if re.len() > max_len {
             return None;
         }
         passes += 1;
@@ -2651,7 +2656,7 @@ replace_rules R1 R2 R3 R4 R5 R6 R7 R8
 
     #[test]
     fn replace_tags_growth_is_bounded() {
-        let text = format!("replace_tag A {}\nbody R /<A>/\nreplace_rules R\n", "<A>".repeat(1000));
+        let text = format!("replace_tag A {}\nbody R /<A>/\nreplace_rules R\n", "<A>".repeat(100));
         let config = parse_str("g.cf", &text).expect("parses");
         match &rule(&config, "R").kind {
             RuleKind::Body(p) => {
