@@ -25,7 +25,13 @@
 //! ignored with one lint note per directive name, giving the number of lines;
 //! anything else gets a lint note per line. Malformed lines never stop parsing.
 //! Differences from SpamAssassin: `include` inside a false conditional is not
-//! read, and a file already read is skipped with a note.
+//! read, a file already read is skipped with a note, and an `if` that cannot be
+//! evaluated counts as false.
+//!
+//! Hostile input is bounded: metas deeper than [`MAX_META_DEPTH`] (parentheses,
+//! unary operators, tree depth; long `+`, `&&`, `||` chains are balanced) are
+//! dropped with a note, includes nest at most 16 deep, ReplaceTags output is
+//! capped at 1 MiB per regex, `rules_matching` at a fixed amount of work.
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet};
