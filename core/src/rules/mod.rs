@@ -60,6 +60,8 @@ pub enum HeaderForm {
     Addr,
     /// `:name`: the first display name.
     Name,
+    /// `:name:raw`: the first display name, not RFC 2047-decoded.
+    NameRaw,
 }
 
 /// What a header rule tests.
@@ -195,6 +197,8 @@ pub struct TFlags {
     pub learn: bool,
     /// Hit on the first match only on full (SpamAssassin default); kept for completeness.
     pub noautolearn: bool,
+    /// `body` rules only: the Subject is not part of the text matched.
+    pub nosubject: bool,
 }
 
 /// One rule as defined in the rule files.
@@ -254,9 +258,11 @@ pub struct Config {
     pub required_score: Score,
     /// `report_safe` (0, 1 or 2), default 1.
     pub report_safe: u8,
-    /// `add_header` directives in order (`clear_headers` empties it).
+    /// Headers to add, in order, as SpamAssassin's lists end up after every
+    /// `add_header`, `remove_header`, `clear_headers` and `report_safe 0`: starts with
+    /// `Checker-Version`; filtering by `when` gives the spam and the ham list.
     pub add_headers: Vec<AddHeader>,
-    /// `remove_header` directives: (when, name).
+    /// `remove_header` directives: (when, name), already applied to `add_headers`.
     pub remove_headers: Vec<(AddHeaderWhen, String)>,
     /// `rewrite_header Subject|From|To TEXT`.
     pub rewrite_headers: Vec<(String, String)>,
