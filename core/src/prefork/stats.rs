@@ -74,7 +74,8 @@ impl Stats {
                 }
                 self.bytes = self.bytes.saturating_add(u64::from(record.bytes));
                 self.scan_us_sum = self.scan_us_sum.saturating_add(u64::from(record.scan_us));
-                let bucket = SCAN_BUCKETS_US.iter().position(|&le| record.scan_us <= le).unwrap_or(SCAN_BUCKETS_US.len());
+                let bucket =
+                    SCAN_BUCKETS_US.iter().position(|&le| record.scan_us <= le).unwrap_or(SCAN_BUCKETS_US.len());
                 if let Some(n) = self.scan_buckets.get_mut(bucket) {
                     *n = n.saturating_add(1);
                 }

@@ -52,8 +52,6 @@ pub struct Child {
     pub state_since_ms: u64,
     /// It was ordered to accept and has not yet confirmed taking the connection.
     pub awaiting_accept: bool,
-    /// Spawn a replacement once it has exited.
-    pub replace_on_exit: bool,
     /// The last record sequence number it sent.
     pub last_seq: Option<u32>,
 }
@@ -69,7 +67,6 @@ impl Child {
             spawned_ms: now_ms,
             state_since_ms: now_ms,
             awaiting_accept: false,
-            replace_on_exit: true,
             last_seq: None,
         }
     }
@@ -268,10 +265,12 @@ mod tests {
         t
     }
 
+    type Entries = &'static [(Pid, ChildState)];
+
     #[test]
     fn lowest_and_highest_idle_table() {
         use ChildState::*;
-        let cases: &[(&[(Pid, ChildState)], Option<Pid>, Option<Pid>)] = &[
+        let cases: &[(Entries, Option<Pid>, Option<Pid>)] = &[
             (&[], None, None),
             (&[(5, Busy), (3, Starting)], None, None),
             (&[(9, Idle)], Some(9), Some(9)),
