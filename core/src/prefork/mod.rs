@@ -21,19 +21,44 @@
 //!   spawns fresh ones.
 //!
 //! # Shell contract
-//! - Send `Tick` at start-up and at least every [`Config::tick_ms`].
+//! - Send `Tick` with the current time at start-up and whenever the master wakes
+//!   (at least every [`Config::tick_ms`]): busy times are measured from it.
 //! - Poll the listeners only while [`Policy::wants_listener`]; report a readable one
 //!   as `ConnectionPending`. At most one accept order is outstanding, so a
 //!   level-triggered repeat never hands one connection to two children.
 //! - Two ways to carry out `AcceptOrder { pid }`, to be measured against each other:
 //!   - child-accept: write an order on the child's channel; the child accepts and
-//!     sends a `Busy` record (two back-channel writes per message);
+//!     sends a `Busy` record (two back-channel writes per message). Its accept must
+//!     not block: if the connection is gone it sends `NoVerdict`;
 //!   - fd-passing: accept in the master *before* reporting `ConnectionPending`, hold
 //!     the descriptor, send it to `pid` with `SCM_RIGHTS`, then report `Accepted`
 //!     (one back-channel write per message).
+//! - A child writes its `Served` record *before* it closes the client's connection,
+//!   and the master reads back-channels before listeners: then a client's next
+//!   connection finds the hot child already idle, and one child serves a sequential
+//!   load (the simulation shows a second child creeping in otherwise).
 //! - Read each child's back-channel through its own [`RecordReader`]; report every
-//!   record as `Record`, a decode error as `BadRecord`.
+//!   record as `Record`, a decode error as `BadRecord`. Drain a child's channel
+//!   before reporting it `Exited`.
 //! - Report forks as `Spawned`/`SpawnFailed`, reaped children as `Exited`.
+//! - After `Shutdown` stop polling and close the listeners; exit on `Action::Exit`.
+//!
+//! # Example
+//! ```
+//! use sift_core::prefork::{Action, Actions, Config, Event, Policy, Record, RecordKind, ACTIONS_SLACK};
+//!
+//! const MAX: usize = 8;
+//! let mut policy = Policy::<MAX>::new(Config::default()).map_err(|e| e.to_string())?;
+//! let mut actions = Actions::<{ MAX + ACTIONS_SLACK }>::new();
+//! policy.on(Event::Tick { now_ms: 0 }, &mut actions);
+//! assert_eq!(actions.as_slice(), [Action::Spawn]);
+//! policy.on(Event::Spawned { pid: 4242, now_ms: 0 }, &mut actions);
+//! let ready = Record::new(RecordKind::Ready, 4242, 0);
+//! policy.on(Event::Record { pid: 4242, record: ready }, &mut actions);
+//! policy.on(Event::ConnectionPending, &mut actions);
+//! assert_eq!(actions.as_slice(), [Action::AcceptOrder { pid: 4242 }]);
+//! # Ok::<(), String>(())
+//! ```
 
 pub mod config;
 pub mod policy;

@@ -9,8 +9,9 @@ use super::table::{Child, ChildState, ChildTable, Pid, StateCounts};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event {
-    /// Time passes (ms, monotonic). Send one at start-up and then every `tick_ms`
-    /// or more often: maintenance runs at most once per `tick_ms`.
+    /// The clock (ms, monotonic). Send one at start-up and whenever the master wakes,
+    /// at least every `tick_ms`: timeouts are checked on each, maintenance (spawn,
+    /// retire) runs at most once per `tick_ms`.
     Tick {
         /// Monotonic clock, ms.
         now_ms: u64,
@@ -91,6 +92,15 @@ pub const ACTIONS_SLACK: usize = 4;
 /// A caller-owned, fixed-capacity list of actions; `M` must be at least
 /// `N + ACTIONS_SLACK` for a `Policy<N>` (checked at compile time), which covers
 /// the most one event can produce (a reload retires and respawns the whole table).
+///
+/// ```compile_fail
+/// use sift_core::prefork::{Actions, Config, Event, Policy};
+/// let mut policy = Policy::<8>::new(Config::default()).map_err(|_| ()).ok();
+/// let mut small = Actions::<4>::new();
+/// if let Some(p) = policy.as_mut() {
+///     p.on(Event::Shutdown, &mut small); // too small for 8 children
+/// }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Actions<const M: usize> {
     list: heapless::Vec<Action, M>,
