@@ -31,6 +31,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod msg;
+pub mod proto;
 pub mod report;
 pub mod rules;
 pub mod scan;

@@ -1,0 +1,2 @@
+//! stub
+pub struct Environment; pub struct RewriteScratch; pub struct RewriteSettings;
