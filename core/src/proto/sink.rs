@@ -115,12 +115,19 @@ impl embedded_io::Write for VecWriter<'_> {
 /// does for CRLF messages (and as its header parser adds a missing `\r`).
 pub(crate) struct Crlf<'s> {
     inner: &'s mut dyn Sink,
+    enabled: bool,
     pending_cr: bool,
 }
 
 impl<'s> Crlf<'s> {
-    pub(crate) fn new(inner: &'s mut dyn Sink) -> Self {
-        Crlf { inner, pending_cr: false }
+    /// A filter that converts when `enabled`, else passes bytes through.
+    pub(crate) fn new(inner: &'s mut dyn Sink, enabled: bool) -> Self {
+        Crlf { inner, enabled, pending_cr: false }
+    }
+
+    /// The sink written to.
+    pub(crate) fn into_inner(self) -> &'s mut dyn Sink {
+        self.inner
     }
 
     /// Writes a `\r` held back at the end of the last write.
@@ -134,6 +141,10 @@ impl<'s> Crlf<'s> {
 
 impl Sink for Crlf<'_> {
     fn put(&mut self, bytes: &[u8]) {
+        if !self.enabled {
+            self.inner.put(bytes);
+            return;
+        }
         let mut rest = bytes;
         while !rest.is_empty() {
             if self.pending_cr {
@@ -205,7 +216,7 @@ mod tests {
 
     fn crlf_of(chunks: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut c = Crlf::new(&mut out);
+        let mut c = Crlf::new(&mut out, true);
         for ch in chunks {
             c.put(ch);
         }
