@@ -176,6 +176,14 @@ mod tests {
             "NO_RELAYS" => (-1, "Informational: message was not relayed via SMTP", RuleType::Header),
             "HTML_MESSAGE" => (1, "HTML included in message", RuleType::Body),
             "MIME_HTML_ONLY" => (100, "Message only has text/html MIME parts", RuleType::Body),
+            "MISSING_DATE" => (2739, "Missing Date: header", RuleType::Header),
+            "MISSING_MID" => (552, "Missing Message-Id: header", RuleType::Header),
+            "MISSING_FROM" => (1000, "Missing From: header", RuleType::Header),
+            "MISSING_HEADERS" => (915, "Missing To: header", RuleType::Header),
+            "NO_HEADERS_MESSAGE" => (1, "Message appears to be missing most RFC-822 headers", RuleType::Header),
+            "EMPTY_MESSAGE" => (2195, "Message appears to have no textual parts", RuleType::Meta),
+            "TVD_SPACE_RATIO" => (1, "", RuleType::Eval),
+            "MSGID_SHORT" => (1, "Message-ID is unusually short", RuleType::Header),
             _ => panic!("unknown rule {name}"),
         };
         Hit { name, score: Score(score), describe, rule_type, count: 1 }
@@ -281,52 +289,92 @@ mod tests {
         let mut scratch = RewriteScratch::new();
         for (config, command, message, hits) in cases {
             let file = std::format!("{config}/{}_{message}.resp", command.to_lowercase());
-            let expected = data(&file);
             let raw = match *message {
                 "gtube_crlf" => data("gtube.eml").iter().flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] }).collect(),
                 "ham_crlf" => data("ham.eml").iter().flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] }).collect(),
                 m => data(&std::format!("{m}.eml")),
             };
-            let view = View {
-                hits: hits.iter().map(|n| rule(n)).collect(),
-                body: (*message == "html").then_some(HTML_BODY),
-            };
-            let date = between(&expected, b"(version 4.0.1);\r\n\t", b"\r\n")
-                .or_else(|| between(&expected, b"(version 4.0.1);\n\t", b"\n"))
-                .map(|d| String::from_utf8_lossy(d).to_string())
-                .unwrap_or_default();
-            let boundary = between(&expected, b"boundary=\"----------=_", b"\"").map(|b| String::from_utf8_lossy(b).to_string());
-            let seed = boundary.as_deref().and_then(|b| b.split_once('.')).map_or([0, 0], |(t, r)| {
-                [u32::from_str_radix(t, 16).unwrap(), u32::from_str_radix(r, 16).unwrap()]
-            });
-            let mut env = Environment::new("vm", &date);
-            env.version = "4.0.1";
-            env.subversion = "2024-03-25";
-            env.contact_address = if *config == "rs0" { "postmaster@example.org" } else { "@@CONTACT_ADDRESS@@" };
-            env.autolearn = if *config == "stock" { "no autolearn_force=no" } else { "disabled" };
-            env.boundary_seed = seed;
-            let request = std::format!("{command} SPAMC/1.5\r\nContent-length: {}\r\n\r\n", raw.len());
-            let head = parse_request_head(request.as_bytes()).unwrap();
-            let mut out = Vec::new();
-            respond(&mut VecWriter(&mut out), &head, &raw, Some(&view), &settings(config), &env, &mut scratch).unwrap();
+            let body = (*message == "html").then_some(HTML_BODY);
+            check_golden(config, &file, command, &raw, hits, body, &mut scratch);
+        }
+    }
 
-            let (want_head, want_len, want_body) = parts(&expected);
-            let (got_head, got_len, got_body) = parts(&out);
-            assert_eq!(got_head, want_head, "{file}: head");
-            assert_eq!(got_len.is_some(), want_len.is_some(), "{file}: Content-length");
-            if let Some(n) = got_len {
-                assert_eq!(n, got_body.len(), "{file}: Content-length");
-            }
-            let got_body = String::from_utf8_lossy(&got_body).replace("with sift (version", "with SpamAssassin (version");
-            let want_body = String::from_utf8_lossy(&want_body).to_string();
-            if got_body != want_body {
-                let at = got_body.bytes().zip(want_body.bytes()).position(|(a, b)| a != b).unwrap_or(0);
-                panic!(
-                    "{file}: bodies differ at byte {at}\n--- got:\n{}\n--- want:\n{}",
-                    &got_body[at.saturating_sub(200)..(at + 200).min(got_body.len())],
-                    &want_body[at.saturating_sub(200)..(at + 200).min(want_body.len())]
-                );
-            }
+    /// Malformed and unusual heads (captured from spamd 4.0.1 like the others).
+    #[test]
+    fn edge_messages_match_spamd() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("stock", "badlines", &["NO_RECEIVED", "MISSING_MID", "MISSING_FROM", "MISSING_DATE", "GTUBE", "MISSING_HEADERS", "NO_RELAYS", "NO_HEADERS_MESSAGE"]),
+            (
+                "rs0",
+                "badlines",
+                &["MISSING_DATE", "MISSING_MID", "NO_RECEIVED", "MISSING_FROM", "GTUBE", "NO_RELAYS", "MISSING_HEADERS", "LONG_DESC_RULE", "NO_HEADERS_MESSAGE"],
+            ),
+            ("stock", "dash", &["MISSING_MID", "NO_RECEIVED", "MISSING_DATE", "GTUBE", "MISSING_HEADERS", "NO_RELAYS", "NO_HEADERS_MESSAGE"]),
+            (
+                "rs0",
+                "dash",
+                &["NO_RECEIVED", "MISSING_MID", "MISSING_DATE", "GTUBE", "NO_RELAYS", "MISSING_HEADERS", "LONG_DESC_RULE", "NO_HEADERS_MESSAGE"],
+            ),
+            (
+                "stock",
+                "noeol",
+                &["MISSING_DATE", "EMPTY_MESSAGE", "NO_RECEIVED", "MISSING_MID", "GTUBE", "MISSING_HEADERS", "NO_RELAYS", "NO_HEADERS_MESSAGE", "TVD_SPACE_RATIO"],
+            ),
+            ("stock", "nosubject", &["MISSING_DATE", "MISSING_MID", "MISSING_SUBJECT", "NO_RELAYS"]),
+            ("rs0", "nosubject", &["MISSING_DATE", "MISSING_MID", "MISSING_SUBJECT", "NO_RELAYS"]),
+            ("stock", "tagged", &["MISSING_DATE", "NO_RECEIVED", "GTUBE", "MSGID_SHORT", "NO_RELAYS"]),
+            ("rs0", "tagged", &["NO_RECEIVED", "MISSING_DATE", "GTUBE", "MSGID_SHORT", "NO_RELAYS", "LONG_DESC_RULE"]),
+        ];
+        let mut scratch = RewriteScratch::new();
+        for (config, message, hits) in cases {
+            let raw = data(&std::format!("edge/{message}.eml"));
+            check_golden(config, &std::format!("edge/{config}_{message}.resp"), "PROCESS", &raw, hits, None, &mut scratch);
+        }
+    }
+
+    fn check_golden(
+        config: &str,
+        file: &str,
+        command: &str,
+        raw: &[u8],
+        hits: &[&'static str],
+        body: Option<&'static [u8]>,
+        scratch: &mut RewriteScratch,
+    ) {
+        let expected = data(file);
+        let view = View { hits: hits.iter().map(|n| rule(n)).collect(), body };
+        let date = between(&expected, b"(version 4.0.1);\r\n\t", b"\r\n")
+            .or_else(|| between(&expected, b"(version 4.0.1);\n\t", b"\n"))
+            .map(|d| String::from_utf8_lossy(d).to_string())
+            .unwrap_or_default();
+        let boundary = between(&expected, b"boundary=\"----------=_", b"\"").map(|b| String::from_utf8_lossy(b).to_string());
+        let seed = boundary.as_deref().and_then(|b| b.split_once('.')).map_or([0, 0], |(t, r)| {
+            [u32::from_str_radix(t, 16).unwrap(), u32::from_str_radix(r, 16).unwrap()]
+        });
+        let mut env = Environment::new("vm", &date);
+        env.version = "4.0.1";
+        env.subversion = "2024-03-25";
+        env.contact_address = if config == "rs0" { "postmaster@example.org" } else { "@@CONTACT_ADDRESS@@" };
+        env.autolearn = if config == "stock" { "no autolearn_force=no" } else { "disabled" };
+        env.boundary_seed = seed;
+        let request = std::format!("{command} SPAMC/1.5\r\nContent-length: {}\r\n\r\n", raw.len());
+        let head = parse_request_head(request.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        respond(&mut VecWriter(&mut out), &head, raw, Some(&view), &settings(config), &env, scratch).unwrap();
+
+        let (want_head, want_len, want_body) = parts(&expected);
+        let (got_head, got_len, got_body) = parts(&out);
+        assert_eq!(got_head, want_head, "{file}: head");
+        assert_eq!(got_len.is_some(), want_len.is_some(), "{file}: Content-length");
+        if let Some(n) = got_len {
+            assert_eq!(n, got_body.len(), "{file}: Content-length");
+        }
+        let got_body = String::from_utf8_lossy(&got_body).replace("with sift (version", "with SpamAssassin (version");
+        let want_body = String::from_utf8_lossy(&want_body).to_string();
+        if got_body != want_body {
+            let at = got_body.bytes().zip(want_body.bytes()).position(|(a, b)| a != b).unwrap_or(got_body.len().min(want_body.len()));
+            let window = |s: &str| s.get(at.saturating_sub(200)..(at + 200).min(s.len())).unwrap_or(s).to_string();
+            panic!("{file}: bodies differ at byte {at}\n--- got:\n{}\n--- want:\n{}", window(&got_body), window(&want_body));
         }
     }
 
