@@ -1181,17 +1181,20 @@ fn put_header(w: &mut dyn Sink, name: &[u8], value: Value<'_>) {
     }
 }
 
-/// `----------=_%08X.%08X`, lengthened until no line of the original is it.
+/// `----------=_%08X.%08X`, lengthened until no line of the original is it as a
+/// delimiter. (SpamAssassin only looks for the bare boundary, not for `--boundary`;
+/// sift looks for both, so an original cannot end the attachment early.)
 fn boundary(seed: [u32; 2], msg: &Split<'_>) -> heapless::String<128> {
     use core::fmt::Write;
     let mut b = heapless::String::<128>::new();
     let _ = write!(b, "----------=_{:08X}.{:08X}", seed[0], seed[1]);
     let mut state = seed[1] ^ 0x9e37_79b9;
     let clashes = |b: &str| {
+        let is_delimiter = |line: &[u8]| matches!(line.strip_prefix(b.as_bytes()), Some(b"") | Some(b"--"));
         lines(msg.headers).chain(lines(msg.body)).any(|line| {
             let line = line.strip_suffix(b"\n").unwrap_or(line);
-            let line = line.strip_prefix(b.as_bytes());
-            matches!(line, Some(b"") | Some(b"--"))
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            is_delimiter(line) || line.strip_prefix(b"--").is_some_and(is_delimiter)
         })
     };
     for _ in 0..8 {
