@@ -48,7 +48,7 @@ impl VerdictView for Verdict<'_> {
     }
 
     fn hits<'s>(&'s self) -> impl Iterator<Item = Hit<'s>> + 's {
-        Verdict::hits(self).map(|h| -> Hit<'s> { h })
+        Verdict::hits(self)
     }
 
     fn subtests<'s>(&'s self) -> impl Iterator<Item = &'s str> + 's {

@@ -219,13 +219,11 @@ impl RequestHead {
     }
 }
 
-/// Request bytes echoed in an error, cut at [`ECHO_MAX`].
-pub type Echo = heapless::Vec<u8, ECHO_MAX>;
+/// Request bytes echoed in an error, cut at [`ECHO_MAX`] (boxed: errors stay small).
+pub type Echo = Box<[u8]>;
 
 fn echo(bytes: &[u8]) -> Echo {
-    let mut e = Echo::new();
-    let _ = e.extend_from_slice(bytes.get(..ECHO_MAX.min(bytes.len())).unwrap_or_default());
-    e
+    Box::from(bytes.get(..ECHO_MAX.min(bytes.len())).unwrap_or_default())
 }
 
 /// Why a request was refused, with spamd's code and text.
@@ -878,8 +876,9 @@ mod tests {
 
     #[test]
     fn accepted_heads_table() {
-        // (request, command, version, content_length, compress, head_len)
-        let cases: &[(&[u8], Command, f64, Option<u64>, bool, usize)] = &[
+        /// (request, command, version, content_length, compress, head_len)
+        type Case = (&'static [u8], Command, f64, Option<u64>, bool, usize);
+        let cases: &[Case] = &[
             (b"CHECK SPAMC/1.5\r\nContent-length: 15\r\n\r\nbody", Command::Check, 1.5, Some(15), false, 39),
             (b"SYMBOLS SPAMC/1.5\r\nContent-length: 0\r\n\r\n", Command::Symbols, 1.5, Some(0), false, 40),
             (b"REPORT SPAMC/1.5\r\n\r\n", Command::Report, 1.5, None, false, 20),
@@ -1044,7 +1043,8 @@ mod tests {
         let mut zlib_short = b"CHECK SPAMC/1.5\r\nCompress: zlib\r\nContent-length: 40\r\n\r\n".to_vec();
         zlib_short.extend(&zlib(msg)[..20]);
         let limits = RequestLimits { max_head: 256, max_body: 64 };
-        let cases: &[(&str, &[u8], usize, Result<&[u8], RequestError>)] = &[
+        type Case<'a> = (&'a str, &'a [u8], usize, Result<&'a [u8], RequestError>);
+        let cases: &[Case<'_>] = &[
             ("exact", b"CHECK SPAMC/1.5\r\nContent-length: 15\r\n\r\nSubject: x\n\nhi\n", 256, Ok(msg)),
             ("surplus ignored", b"CHECK SPAMC/1.5\r\nContent-length: 12\r\n\r\nSubject: x\n\nhi\n", 256, Ok(b"Subject: x\n\n")),
             (

@@ -320,6 +320,11 @@ mod tests {
                 "noeol",
                 &["MISSING_DATE", "EMPTY_MESSAGE", "NO_RECEIVED", "MISSING_MID", "GTUBE", "MISSING_HEADERS", "NO_RELAYS", "NO_HEADERS_MESSAGE", "TVD_SPACE_RATIO"],
             ),
+            (
+                "rs0",
+                "noeol",
+                &["NO_RECEIVED", "MISSING_DATE", "MISSING_MID", "EMPTY_MESSAGE", "GTUBE", "NO_RELAYS", "MISSING_HEADERS", "LONG_DESC_RULE", "NO_HEADERS_MESSAGE", "TVD_SPACE_RATIO"],
+            ),
             ("stock", "nosubject", &["MISSING_DATE", "MISSING_MID", "MISSING_SUBJECT", "NO_RELAYS"]),
             ("rs0", "nosubject", &["MISSING_DATE", "MISSING_MID", "MISSING_SUBJECT", "NO_RELAYS"]),
             ("stock", "tagged", &["MISSING_DATE", "NO_RECEIVED", "GTUBE", "MSGID_SHORT", "NO_RELAYS"]),
@@ -376,6 +381,166 @@ mod tests {
             let window = |s: &str| s.get(at.saturating_sub(200)..(at + 200).min(s.len())).unwrap_or(s).to_string();
             panic!("{file}: bodies differ at byte {at}\n--- got:\n{}\n--- want:\n{}", window(&got_body), window(&want_body));
         }
+    }
+
+    /// Differential check against a live spamd 4.0.1: set `SIFT_SPAMD_DIFF_DIR` to a
+    /// directory of `NAME.eml` with spamd's PROCESS answers `NAME.rs0` (site-rs0
+    /// config) and `NAME.stock` (stock config). The view is rebuilt from spamd's
+    /// own X-Spam-Custom (exact scores) and report (firing order); the preview
+    /// paragraph is masked (sift cannot render HTML yet).
+    #[test]
+    #[ignore]
+    fn differential_against_captured_spamd() {
+        let Ok(dir) = std::env::var("SIFT_SPAMD_DIFF_DIR") else { return };
+        let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "eml")).collect();
+        names.sort();
+        let (mut same, mut differ, mut skipped) = (0, 0, 0);
+        let mut scratch = RewriteScratch::new();
+        for path in names {
+            let raw = std::fs::read(&path).unwrap();
+            let rs0 = std::fs::read(path.with_extension("rs0")).unwrap_or_default();
+            let stock = std::fs::read(path.with_extension("stock")).unwrap_or_default();
+            let Some(rules) = sa_rules(&rs0) else {
+                skipped += 1;
+                continue;
+            };
+            for (config, expected) in [("rs0", &rs0), ("stock", &stock)] {
+                let order = if config == "rs0" { report_order(&expected[..], b"X-Spam-Report:") } else { summary_order(&expected[..]) };
+                let mut hits: Vec<Hit<'static>> = order.iter().filter_map(|n| rules.iter().find(|h| h.name == n).copied()).collect();
+                for h in &rules {
+                    if !hits.iter().any(|x| x.name == h.name) {
+                        hits.push(*h);
+                    }
+                }
+                let view = View { hits, body: None };
+                let date = between(expected, b"(version 4.0.1);\r\n\t", b"\r\n")
+                    .or_else(|| between(expected, b"(version 4.0.1);\n\t", b"\n"))
+                    .map(|d| String::from_utf8_lossy(d).to_string())
+                    .unwrap_or_default();
+                let seed = between(expected, b"boundary=\"----------=_", b"\"")
+                    .map(|b| String::from_utf8_lossy(b).to_string())
+                    .and_then(|b| b.split_once('.').map(|(t, r)| [u32::from_str_radix(t, 16).unwrap_or(0), u32::from_str_radix(r.get(..8).unwrap_or(r), 16).unwrap_or(0)]))
+                    .unwrap_or([0, 0]);
+                let mut env = Environment::new("vm", &date);
+                env.version = "4.0.1";
+                env.subversion = "2024-03-25";
+                env.contact_address = if config == "rs0" { "postmaster@example.org" } else { "@@CONTACT_ADDRESS@@" };
+                // spamd's auto-learn state varies per message: take it from its answer.
+                let autolearn = between(expected, b"autolearn=", b"version=")
+                    .map(|a| String::from_utf8_lossy(a).split_whitespace().collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default();
+                env.autolearn = &autolearn;
+                env.boundary_seed = seed;
+                let request = std::format!("PROCESS SPAMC/1.5\r\nContent-length: {}\r\n\r\n", raw.len());
+                let head = parse_request_head(request.as_bytes()).unwrap();
+                let mut out = Vec::new();
+                respond(&mut VecWriter(&mut out), &head, &raw, Some(&view), &settings(config), &env, &mut scratch).unwrap();
+                let (_, _, got) = parts(&out);
+                let (_, _, want) = parts(expected);
+                let got = mask_preview(&String::from_utf8_lossy(&got).replace("with sift (version", "with SpamAssassin (version"));
+                let want = mask_preview(&String::from_utf8_lossy(&want));
+                if got == want {
+                    same += 1;
+                } else {
+                    differ += 1;
+                    if differ <= 8 {
+                        let at = got.bytes().zip(want.bytes()).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+                        let window = |s: &str| s.get(at.saturating_sub(150)..(at + 150).min(s.len())).unwrap_or("?").to_string();
+                        std::eprintln!("=== {} [{config}] at {at}\n--- got:\n{:?}\n--- want:\n{:?}", path.display(), window(&got), window(&want));
+                    }
+                }
+            }
+        }
+        std::eprintln!("same {same}, differ {differ}, skipped {skipped}");
+        assert_eq!(differ, 0);
+    }
+
+    fn mask_preview(s: &str) -> String {
+        match s.find("Content preview:") {
+            Some(i) => match s[i..].find("Content analysis details:") {
+                Some(j) => std::format!("{}<preview>{}", &s[..i], &s[i + j..]),
+                None => s.to_string(),
+            },
+            None => s.to_string(),
+        }
+    }
+
+    /// Rules and exact scores from spamd's `X-Spam-Custom: … tests=A=1;B=2 …`, descriptions from its report.
+    fn sa_rules(response: &[u8]) -> Option<Vec<Hit<'static>>> {
+        let text = String::from_utf8_lossy(response).to_string();
+        // Encoded descriptions and rule log lines (`[…]`, from eval rules) are not rebuilt.
+        if text.contains("=?UTF-8?") || text.contains("\t*      [") {
+            return None;
+        }
+        let custom = text.find("X-Spam-Custom:")?;
+        let tests = text[custom..].split("tests=").nth(1)?.split(|c: char| c.is_whitespace()).next()?.to_string();
+        let descs = report_entries(response, b"X-Spam-Report:");
+        let mut hits = Vec::new();
+        if tests == "none" {
+            return Some(hits);
+        }
+        for pair in tests.split(';') {
+            let (name, score) = pair.split_once('=')?;
+            let (rule_type, describe) = descs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, rest)| {
+                    for (prefix, t) in [("BODY: ", RuleType::Body), ("RAW: ", RuleType::RawBody), ("FULL: ", RuleType::Full), ("URI: ", RuleType::Uri)] {
+                        if let Some(d) = rest.strip_prefix(prefix) {
+                            return (t, d.to_string());
+                        }
+                    }
+                    (RuleType::Header, rest.clone())
+                })
+                .unwrap_or((RuleType::Header, String::new()));
+            let describe = if describe == "No description available." { String::new() } else { describe };
+            hits.push(Hit {
+                name: String::leak(name.to_string()),
+                score: Score::parse(score).ok()?,
+                describe: String::leak(describe),
+                rule_type,
+                count: 1,
+            });
+        }
+        Some(hits)
+    }
+
+    /// (name, area + description) of each `* score NAME …` entry of a report header.
+    fn report_entries(response: &[u8], header: &[u8]) -> Vec<(String, String)> {
+        let text = String::from_utf8_lossy(response).replace("\r\n", "\n");
+        let Some(start) = text.find(std::str::from_utf8(header).unwrap()) else { return Vec::new() };
+        let mut out: Vec<(String, String)> = Vec::new();
+        for line in text[start..].lines().skip(1) {
+            let Some(entry) = line.strip_prefix("\t* ") else { break };
+            if let Some(cont) = entry.strip_prefix("     ") {
+                if let Some(last) = out.last_mut() {
+                    last.1.push(' ');
+                    last.1.push_str(cont.trim_start());
+                }
+                continue;
+            }
+            let mut it = entry.trim_start().splitn(3, ' ');
+            let (_score, name, rest) = (it.next(), it.next().unwrap_or(""), it.next().unwrap_or(""));
+            out.push((name.to_string(), rest.to_string()));
+        }
+        out
+    }
+
+    fn report_order(response: &[u8], header: &[u8]) -> Vec<String> {
+        report_entries(response, header).into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// Rule names in the order of the report's table.
+    fn summary_order(response: &[u8]) -> Vec<String> {
+        let text = String::from_utf8_lossy(response).replace("\r\n", "\n");
+        let Some(start) = text.find("---- ---------------------- ") else { return Vec::new() };
+        text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| !l.starts_with("    "))
+            .filter_map(|l| l.get(5..).and_then(|r| r.split(' ').next()).map(String::from))
+            .collect()
     }
 
     #[test]

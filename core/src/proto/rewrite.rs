@@ -305,8 +305,48 @@ pub(crate) struct Split<'m> {
 #[derive(Debug, Clone, Copy)]
 struct Value<'m> {
     bytes: &'m [u8],
-    /// The value ended at end of input without a newline.
+    /// The value ended at end of input without a newline: SpamAssassin then
+    /// falls back to the parsed header, unfolded and trimmed, plus a newline.
     unterminated: bool,
+}
+
+impl<'m> Value<'m> {
+    /// The value without its line ending, the line ending, and whether the
+    /// value must be unfolded when written.
+    fn parts(&self) -> (&'m [u8], &'static [u8], bool) {
+        if self.unterminated {
+            let b = self.bytes;
+            let start = b.iter().position(|&c| !report::is_perl_space(c)).unwrap_or(b.len());
+            let end = b.iter().rposition(|&c| !report::is_perl_space(c)).map_or(start, |i| i + 1);
+            (b.get(start..end).unwrap_or_default(), b"\n", true)
+        } else if let Some(v) = self.bytes.strip_suffix(b"\r\n") {
+            (v, b"\r\n", false)
+        } else if let Some(v) = self.bytes.strip_suffix(b"\n") {
+            (v, b"\n", false)
+        } else {
+            (self.bytes, b"", false)
+        }
+    }
+}
+
+/// Writes `content`, replacing each `\n` and the blanks after it with a space when `unfold`.
+fn put_content(w: &mut dyn Sink, content: &[u8], unfold: bool) {
+    if !unfold {
+        w.put(content);
+        return;
+    }
+    let mut rest = content;
+    while let Some(i) = memchr::memchr(b'\n', rest) {
+        let blanks = rest.get(i + 1..).unwrap_or_default().iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+        if blanks == 0 {
+            w.put(rest.get(..=i).unwrap_or_default());
+        } else {
+            w.put(rest.get(..i).unwrap_or_default());
+            w.put(b" ");
+        }
+        rest = rest.get(i + 1 + blanks..).unwrap_or_default();
+    }
+    w.put(rest);
 }
 
 /// `^[\x21-\x39\x3b-\x7e]+[ \t]*:`: a header field name and colon.
@@ -511,7 +551,7 @@ fn expand<V: VerdictView + ?Sized>(template: &[u8], ctx: &Ctx<'_, V>, out: &mut 
 }
 
 /// `_YESNO(spam,ham)_`: the argument split at its first comma.
-fn yes_no<'a>(arg: Option<&'a [u8]>, spam: bool) -> &'a [u8] {
+fn yes_no(arg: Option<&[u8]>, spam: bool) -> &[u8] {
     let (s, h) = match arg.filter(|a| !a.is_empty()) {
         None => (None, None),
         Some(a) => match a.iter().position(|&b| b == b',') {
@@ -911,7 +951,7 @@ fn mime_encode_header(text: &[u8], out: &mut dyn Sink) {
         let prefix_len = middle.get(..safe).unwrap_or_default().iter().rposition(|&b| b == b' ' || b == b'\t').map_or(0, |i| i + 1);
         let (prefix, word) = middle.split_at(prefix_len);
         out.put(prefix);
-        let special = word.iter().filter(|&&b| matches!(b, b'=' | b'?' | b'_') || b < 0x20 || b >= 0x7f).count();
+        let special = word.iter().filter(|&&b| matches!(b, b'=' | b'?' | b'_') || !(0x20..0x7f).contains(&b)).count();
         if 3 * (word.len() + 2 * special) <= 4 * (word.len() + 2) {
             out.put(b"=?UTF-8?Q?");
             for &b in word {
@@ -1078,9 +1118,7 @@ fn rewrite_report_safe<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewrit
         let value = msg.pristine(name);
         if configured {
             // s/(?:\t\Q(tag)\E)?$/\t(tag)/ (before the line ending, also a CRLF one)
-            let v = value.map_or(&b"\n"[..], |v| v.bytes);
-            let end = v.len() - line_ending(v);
-            let mut body = v.get(..end).unwrap_or(v);
+            let (mut body, ending, unfold) = value.map_or((&b""[..], &b"\n"[..], false), |v| v.parts());
             let comment_len = tag.len() + 3;
             if let Some(tail) = body.len().checked_sub(comment_len).and_then(|at| body.get(at..)) {
                 if tail.starts_with(b"\t(") && tail.get(2..tail.len() - 1) == Some(&tag[..]) && tail.ends_with(b")") {
@@ -1089,11 +1127,11 @@ fn rewrite_report_safe<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewrit
             }
             w.put(name);
             w.put(b": ");
-            w.put(body);
+            put_content(w, body, unfold);
             w.put(b"\t(");
             w.put(tag);
             w.put(b")");
-            w.put(if value.is_some_and(|v| v.unterminated) { b"\n" } else { v.get(end..).unwrap_or_default() });
+            w.put(ending);
         } else if let Some(v) = value {
             put_header(w, name, v);
         }
@@ -1104,15 +1142,13 @@ fn rewrite_report_safe<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewrit
     let subject = msg.pristine(b"Subject");
     if settings.rewrite_subject.is_some() {
         // s/^(?:\Q$tag\E )?/$tag /
-        let v = subject.map_or(&b"\n"[..], |v| v.bytes);
-        let tagged = v.starts_with(subject_tag) && v.get(subject_tag.len()) == Some(&b' ');
+        let (content, ending, unfold) = subject.map_or((&b""[..], &b"\n"[..], false), |v| v.parts());
+        let tagged = content.starts_with(subject_tag) && content.get(subject_tag.len()) == Some(&b' ');
         w.put(b"Subject: ");
         w.put(subject_tag);
         w.put(b" ");
-        w.put(if tagged { v.get(subject_tag.len() + 1..).unwrap_or_default() } else { v });
-        if subject.is_some_and(|v| v.unterminated) {
-            w.put(b"\n");
-        }
+        put_content(w, if tagged { content.get(subject_tag.len() + 1..).unwrap_or_default() } else { content }, unfold);
+        w.put(ending);
     } else if let Some(v) = subject {
         put_header(w, b"Subject", v);
     }
@@ -1173,12 +1209,11 @@ fn rewrite_report_safe<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewrit
 
 /// `Name: value` as SpamAssassin copies a pristine header.
 fn put_header(w: &mut dyn Sink, name: &[u8], value: Value<'_>) {
+    let (content, ending, unfold) = value.parts();
     w.put(name);
     w.put(b": ");
-    w.put(value.bytes);
-    if value.unterminated {
-        w.put(b"\n");
-    }
+    put_content(w, content, unfold);
+    w.put(ending);
 }
 
 /// `----------=_%08X.%08X`, lengthened until no line of the original is it as a
@@ -1214,7 +1249,7 @@ fn is_xspam_line(line: &[u8]) -> bool {
 }
 
 /// The header lines SpamAssassin keeps: `X-Spam-*` fields (not `X-Spam-Prev-*`) are dropped.
-fn kept_lines<'m>(headers: &'m [u8]) -> impl Iterator<Item = &'m [u8]> {
+fn kept_lines(headers: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut removing = false;
     lines(headers).filter(move |line| {
         if removing && (is_xspam_line(line) || matches!(line.first(), Some(b' ' | b'\t'))) {
@@ -1268,21 +1303,15 @@ fn rewrite_headers_only<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewri
 
     let mut fixed = Crlf::new(out, msg.crlf);
     let w: &mut dyn Sink = &mut fixed;
-    let mut unterminated = false;
-    let put_line = |w: &mut dyn Sink, unterminated: &mut bool, parts: &[&[u8]]| {
-        if *unterminated {
-            w.put(b"\n");
-        }
+    // Lines are written as they are: like SpamAssassin, a last header line without
+    // a newline runs into whatever follows it.
+    let put_line = |w: &mut dyn Sink, parts: &[&[u8]]| {
         for p in parts {
             w.put(p);
         }
-        *unterminated = !parts.last().is_some_and(|p| p.ends_with(b"\n"));
     };
     for line in kept_lines(msg.headers).take(pre) {
-        put_line(w, &mut unterminated, &[line]);
-    }
-    if core::mem::take(&mut unterminated) {
-        w.put(b"\n");
+        put_line(w, &[line]);
     }
     let added = if spam { &settings.headers_spam } else { &settings.headers_ham };
     for (name, template) in added {
@@ -1299,9 +1328,9 @@ fn rewrite_headers_only<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewri
                 let rest = rest.get(rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count()..).unwrap_or_default();
                 let had_tag = starts_with_ignore_case(rest, tag) && rest.get(tag.len()) == Some(&b' ');
                 let rest = if had_tag { rest.get(tag.len() + 1..).unwrap_or_default() } else { rest };
-                put_line(w, &mut unterminated, &[line.get(..=colon).unwrap_or_default(), b" ", tag, b" ", rest]);
+                put_line(w, &[line.get(..=colon).unwrap_or_default(), b" ", tag, b" ", rest]);
             }
-            None => put_line(w, &mut unterminated, &[line]),
+            None => put_line(w, &[line]),
         }
     }
     // The originals of rewritten headers, after all the others.
@@ -1309,14 +1338,14 @@ fn rewrite_headers_only<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut Rewri
     for line in originals {
         if rewritten_header(line, settings, spam).is_some() {
             if create_subject {
-                put_line(w, &mut unterminated, &[b"X-Spam-Prev-Subject: (nonexistent)\n"]);
+                put_line(w, &[b"X-Spam-Prev-Subject: (nonexistent)\n"]);
             } else {
-                put_line(w, &mut unterminated, &[b"X-Spam-Prev-", line]);
+                put_line(w, &[b"X-Spam-Prev-", line]);
             }
         }
     }
     if let Some(sep) = separator {
-        put_line(w, &mut unterminated, &[sep]);
+        put_line(w, &[sep]);
     }
     fixed.finish();
     let out = fixed.into_inner();

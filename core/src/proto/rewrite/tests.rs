@@ -142,8 +142,9 @@ fn fallback_preview_only_for_plain_text() {
 
 #[test]
 fn splitter_table() {
-    // (message, mbox, headers, body, crlf)
-    let cases: &[(&[u8], &[u8], &[u8], &[u8], bool)] = &[
+    /// (message, mbox, headers, body, crlf)
+    type Case = (&'static [u8], &'static [u8], &'static [u8], &'static [u8], bool);
+    let cases: &[Case] = &[
         (b"A: b\n\nbody\n", b"", b"A: b\n\n", b"body\n", false),
         (b"A: b\r\n\r\nbody\r\n", b"", b"A: b\r\n\r\n", b"body\r\n", true),
         (b"From x@y  Mon Jan 1\nA: b\n\nbody", b"From x@y  Mon Jan 1\n", b"A: b\n\n", b"body", false),
@@ -230,13 +231,12 @@ fn headers_only_spam_with_rewrites() {
 }
 
 #[test]
-fn unterminated_last_header_gets_a_newline_before_more_headers() {
-    // SpamAssassin glues `X-Spam-Prev-…` onto such a line; sift keeps headers apart.
+fn unterminated_last_header_runs_into_the_next_as_in_spamassassin() {
     let mut settings = RewriteSettings::stock();
     settings.set_report_safe(0);
     settings.rewrite_header("Subject", "SPAM");
     let out = rewritten(b"Subject: x", &spam(), &settings);
-    assert!(out.ends_with("Subject: SPAM x\nX-Spam-Prev-Subject: x"), "{out}");
+    assert!(out.ends_with("Subject: SPAM xX-Spam-Prev-Subject: x"), "{out}");
 }
 
 #[test]

@@ -34,7 +34,15 @@ plan += [("rs0", "PROCESS", m) for m in ("gtube", "ham", "html", "gtube_crlf", "
 plan += [("rs0", "REPORT", "gtube")]
 plan += [("rs2", "PROCESS", m) for m in ("gtube", "ham", "html")]
 
+for name in ("badlines", "dash", "noeol", "nosubject", "tagged"):
+    messages["edge/" + name] = open(f"edge/{name}.eml", "rb").read()
+
 for config, cmd, name in plan:
     os.makedirs(config, exist_ok=True)
     with open(f"{config}/{cmd.lower()}_{name}.resp", "wb") as f:
         f.write(send(request(cmd, messages[name]), PORTS[config]))
+
+for name in ("badlines", "dash", "noeol", "nosubject", "tagged"):
+    for config in ("stock", "rs0"):
+        with open(f"edge/{config}_{name}.resp", "wb") as f:
+            f.write(send(request("PROCESS", messages["edge/" + name]), PORTS[config]))
