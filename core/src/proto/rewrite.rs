@@ -1072,15 +1072,6 @@ fn rewrite_tag<V: VerdictView + ?Sized>(template: &str, ctx: &Ctx<'_, V>, bufs: 
     }
 }
 
-/// The line ending of a value or line: `\r\n`, `\n` or nothing.
-fn line_ending(line: &[u8]) -> usize {
-    if line.ends_with(b"\r\n") {
-        2
-    } else {
-        usize::from(line.ends_with(b"\n"))
-    }
-}
-
 /// report_safe 1 or 2: a new message with the report, the original attached.
 fn rewrite_report_safe<V: VerdictView + ?Sized>(ctx: &Ctx<'_, V>, s: &mut RewriteScratch, out: &mut dyn Sink) {
     let msg = ctx.msg;
