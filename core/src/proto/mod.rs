@@ -13,6 +13,15 @@
 //! writes them as spamd does (`SPAMD/1.0 76 Bad header line: …`). Nothing here
 //! panics on input and nothing allocates per message beyond caller-owned buffers
 //! that are reused from message to message.
+//!
+//! A worker serves one connection like this:
+//! 1. [`read_request`] (or [`HeadParser`] fed from its own buffer, then the body
+//!    as [`RequestHead::body_framing`] says); on error, answer with
+//!    [`RequestError::write_response`] and close;
+//! 2. if [`Command::scans`], scan `request.body`;
+//! 3. [`respond`] with the head, the message and the verdict (any
+//!    [`VerdictView`](crate::report::VerdictView)), the [`RewriteSettings`] built
+//!    once from the rule set, an [`Environment`] and the worker's [`RewriteScratch`].
 
 use core::fmt;
 
