@@ -1,7 +1,7 @@
 //! spamd's answers, byte for byte as spamd 4.0.1 writes them.
 //!
 //! A scan response is written in one go: the length of a rewritten message is
-//! found by writing it once to a [`Counter`](super::Counter), so nothing is
+//! found by writing it once to a [`Counter`], so nothing is
 //! buffered beyond the rewrite's scratch.
 
 use super::request::{RequestError, RequestHead};
