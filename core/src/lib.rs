@@ -32,6 +32,7 @@ extern crate std;
 
 pub mod msg;
 pub mod prefork;
+pub mod proto;
 pub mod report;
 pub mod rules;
 pub mod scan;
