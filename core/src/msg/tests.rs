@@ -1,0 +1,3 @@
+//! Whole-message tests: SpamAssassin golden outputs, extremes, reuse.
+
+use super::*;
