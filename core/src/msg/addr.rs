@@ -393,3 +393,60 @@ pub fn first_display_name_decoded<'o>(value: &[u8], out: &'o mut Vec<u8>, scratc
     out.extend_from_slice(t);
     out.as_slice()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+
+    /// (value, `From:addr`, `From:name`) as SpamAssassin 4.0.1 gives them (first value).
+    const CASES: &[(&[u8], &[u8], &[u8])] = &[
+        (b"\"Joe Bloggs\" <joe@example.com>", b"joe@example.com", b"Joe Bloggs"),
+        (b"Joe Bloggs <joe@example.com>", b"joe@example.com", b"Joe Bloggs"),
+        (b"joe@example.com (Joe Bloggs)", b"joe@example.com", b"Joe Bloggs"),
+        (b"joe@example.com", b"joe@example.com", b""),
+        (b"<joe@example.com>", b"joe@example.com", b""),
+        (b"\"joe@example.com\" <other@example.com>", b"other@example.com", b"joe@example.com"),
+        (b"undisclosed-recipients: ;", b"", b""),
+        (b"Group: a@b.com, c@d.com;", b"a@b.com", b""),
+        (b"=?utf-8?q?J=C3=B6rg?= <j@example.de>", b"j@example.de", b"J\xc3\xb6rg"),
+        (b"\"'Quoted Name'\" <q@example.com>", b"q@example.com", b"Quoted Name"),
+        (b"\"Doe, John\" <john@example.com>, jane@example.com", b"john@example.com", b"Doe, John"),
+        (b"Name <bad address>", b"", b"Name"),
+        (b"\"Weird \\\"Esc\\\"\" <w@example.com>", b"w@example.com", b"Weird \"Esc\""),
+        (b"no address here", b"", b"no address here"),
+        (b"a@b.com <c@d.com>", b"c@d.com", b"a@b.com"),
+        (b"", b"", b""),
+        (b" Folded\n Name <f@example.org>", b"f@example.org", b"Folded Name"),
+    ];
+
+    #[test]
+    fn addr_table() {
+        for (value, addr, _) in CASES {
+            assert_eq!(first_address(value), *addr, "{:?}", String::from_utf8_lossy(value));
+        }
+    }
+
+    #[test]
+    fn name_table() {
+        let mut out = Vec::new();
+        let mut scratch: [Vec<u8>; 4] = Default::default();
+        for (value, _, name) in CASES {
+            assert_eq!(first_display_name_decoded(value, &mut out, &mut scratch), *name, "{:?}", String::from_utf8_lossy(value));
+        }
+        // The slice form: no decoding, outer quotes off.
+        assert_eq!(first_display_name(b"\"Joe Bloggs\" <joe@example.com>"), b"Joe Bloggs");
+        assert_eq!(first_display_name(b"Joe Bloggs <joe@example.com>"), b"Joe Bloggs");
+        assert_eq!(first_display_name(b"joe@example.com (Joe)"), b"Joe");
+        assert_eq!(first_display_name(b"joe@example.com"), b"");
+    }
+
+    #[test]
+    fn all_addresses() {
+        let v: Vec<_> = addresses(b"\"Doe, John\" <john@example.com>, jane@example.com (Jane)").collect();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v.first().and_then(|a| a.address), Some(&b"john@example.com"[..]));
+        assert_eq!(v.get(1).and_then(|a| a.address), Some(&b"jane@example.com"[..]));
+        assert_eq!(v.get(1).and_then(|a| a.phrase), Some(&b"Jane"[..]));
+    }
+}

@@ -17,6 +17,8 @@ pub(crate) enum Charset {
     Utf8,
     /// UTF-16 of either byte order, detected from the data.
     Utf16,
+    /// UTF-7 (RFC 2152).
+    Utf7,
     /// ISO-8859-1 proper (C1 controls at 0x80..=0x9F).
     Latin1,
     /// A single-byte charset: code points of bytes 0x80..=0xFF, 0 where undefined.
@@ -100,6 +102,7 @@ pub(crate) fn lookup(name: &[u8]) -> Charset {
         | b"cp367" | b"csascii" => Charset::Ascii,
         b"utf8" | b"unicode11utf8" | b"xunicode20utf8" => Charset::Utf8,
         b"utf16" | b"utf16le" | b"utf16be" | b"ucs2" | b"unicode" => Charset::Utf16,
+        b"utf7" | b"unicode11utf7" | b"csunicode11utf7" => Charset::Utf7,
         b"l1" | b"ibm819" | b"csisolatin1" => Charset::Latin1,
         b"koi8r" | b"cskoi8r" => Charset::Table(&t::KOI8_R),
         b"koi8u" => Charset::Table(&t::KOI8_U),
@@ -112,7 +115,7 @@ pub(crate) fn lookup(name: &[u8]) -> Charset {
         b"hebrew" => Charset::Table(&t::ISO_8859_8),
         b"gb2312" | b"gbk" | b"gb18030" | b"euccn" | b"xeuccn" | b"big5" | b"big5hkscs" | b"shiftjis"
         | b"sjis" | b"xsjis" | b"mskanji" | b"eucjp" | b"xeucjp" | b"euckr" | b"ksc56011987" | b"iso2022jp"
-        | b"iso2022kr" | b"iso2022cn" | b"hzgb2312" | b"utf7" | b"unicode11utf7" | b"utf32" | b"utf32le"
+        | b"iso2022kr" | b"iso2022cn" | b"hzgb2312" | b"utf32" | b"utf32le"
         | b"utf32be" | b"euctw" | b"johab" => Charset::Multibyte,
         _ => Charset::Unknown,
     }
@@ -264,6 +267,81 @@ fn decode_utf16(src: &[u8], little: bool, strict: bool, out: &mut Vec<u8>) -> bo
     true
 }
 
+fn b64_value(b: u8) -> Option<u32> {
+    Some(u32::from(match b {
+        b'A'..=b'Z' => b - b'A',
+        b'a'..=b'z' => b - b'a' + 26,
+        b'0'..=b'9' => b - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => return None,
+    }))
+}
+
+/// Appends UTF-7 decoded to UTF-8. With `strict`, fails on 8-bit bytes or bad
+/// UTF-16 inside a shifted section.
+fn decode_utf7(src: &[u8], strict: bool, out: &mut Vec<u8>) -> bool {
+    let mut i = 0;
+    let mut pending_high: Option<u16> = None;
+    while let Some(&b) = src.get(i) {
+        if b >= 0x80 {
+            if strict {
+                return false;
+            }
+            push_char(out, 0xfffd);
+            i += 1;
+            continue;
+        }
+        if b != b'+' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if src.get(i) == Some(&b'-') {
+            out.push(b'+');
+            i += 1;
+            continue;
+        }
+        // A shifted section: modified base64 of UTF-16 big-endian units.
+        let mut bits = 0u32;
+        let mut nbits = 0u32;
+        while let Some(v) = src.get(i).copied().and_then(b64_value) {
+            bits = (bits << 6) | v;
+            nbits += 6;
+            i += 1;
+            if nbits >= 16 {
+                nbits -= 16;
+                let unit = ((bits >> nbits) & 0xffff) as u16;
+                match (pending_high.take(), unit) {
+                    (None, 0xd800..=0xdbff) => pending_high = Some(unit),
+                    (Some(h), 0xdc00..=0xdfff) => {
+                        let cp = 0x10000 + ((u32::from(h) - 0xd800) << 10) + (u32::from(unit) - 0xdc00);
+                        push_char(out, cp);
+                    }
+                    (Some(_), _) | (None, 0xdc00..=0xdfff) => {
+                        if strict {
+                            return false;
+                        }
+                        push_char(out, 0xfffd);
+                    }
+                    (None, u) => push_char(out, u32::from(u)),
+                }
+            }
+        }
+        if src.get(i) == Some(&b'-') {
+            i += 1;
+        }
+    }
+    if pending_high.is_some() {
+        if strict {
+            return false;
+        }
+        push_char(out, 0xfffd);
+    }
+    true
+}
+
 /// The last resort of SpamAssassin for undecodable 8-bit text: Windows-1252.
 fn fallback(src: &[u8], out: &mut Vec<u8>) {
     decode_table(src, &t::CP1252, false, out);
@@ -275,6 +353,15 @@ fn fallback(src: &[u8], out: &mut Vec<u8>) {
 /// into `out` (cleared first).
 pub(crate) fn body_to_utf8<'s>(src: &'s [u8], cs: Charset, out: &'s mut Vec<u8>) -> &'s [u8] {
     out.clear();
+    if cs == Charset::Utf7 {
+        if decode_utf7(src, true, out) {
+            return out.as_slice();
+        }
+        out.clear();
+        if src.is_ascii() {
+            return src;
+        }
+    }
     if src.is_ascii() {
         if cs == Charset::Utf16 && !src.is_empty() {
             if let Some(little) = detect_utf16(src) {
@@ -314,7 +401,7 @@ pub(crate) fn body_to_utf8<'s>(src: &'s [u8], cs: Charset, out: &'s mut Vec<u8>)
             None => false,
         },
         Charset::Multibyte => return src,
-        Charset::Ascii | Charset::Utf8 | Charset::Unknown => false,
+        Charset::Ascii | Charset::Utf8 | Charset::Utf7 | Charset::Unknown => false,
     };
     if !done {
         fallback(src, out);
@@ -325,6 +412,10 @@ pub(crate) fn body_to_utf8<'s>(src: &'s [u8], cs: Charset, out: &'s mut Vec<u8>)
 /// Appends the text of encoded words to `out` as UTF-8, insisting on the declared
 /// charset as SpamAssassin does for RFC 2047 words.
 pub(crate) fn word_to_utf8(src: &[u8], cs: Charset, out: &mut Vec<u8>) {
+    if cs == Charset::Utf7 {
+        decode_utf7(src, false, out);
+        return;
+    }
     if src.is_ascii() {
         if cs == Charset::Utf16 && !src.is_empty() {
             if let Some(little) = detect_utf16(src) {
@@ -357,7 +448,7 @@ pub(crate) fn word_to_utf8(src: &[u8], cs: Charset, out: &mut Vec<u8>) {
             None => fallback(src, out),
         },
         Charset::Multibyte => out.extend_from_slice(src),
-        Charset::Unknown => fallback(src, out),
+        Charset::Utf7 | Charset::Unknown => fallback(src, out),
     }
 }
 
@@ -422,6 +513,8 @@ mod tests {
             // ISO-8859-8 leaves 0xA1 undefined: strict decoding fails, Windows-1252 follows.
             (b"\xa1", b"iso-8859-8", b"\xc2\xa1"),
             (b"h\x00i\x00 \x00", b"utf-16", b"hi "),
+            (b"Fr+APY-sche 1+-1", b"utf-7", b"Fr\xc3\xb6sche 1+1"),
+            (b"+2D3eAA-", b"UTF-7", b"\xf0\x9f\x98\x80"),
         ];
         for (src, cs, want) in cases {
             let mut out = Vec::new();
@@ -440,6 +533,7 @@ mod tests {
             (b"caf\xe9", b"x-bogus", b"caf\xc3\xa9"),
             (b"\xb0\xa1", b"big5", b"\xb0\xa1"),
             (b"ascii", b"koi8-r", b"ascii"),
+            (b"M+APw-ller", b"utf-7", b"M\xc3\xbcller"),
         ];
         for (src, cs, want) in cases {
             let mut out = Vec::new();

@@ -160,7 +160,15 @@ pub(crate) fn decode_value(
     let mut i = 0;
     while let Some(&c) = raw.get(i) {
         if c == b'\n' || c == b'\r' {
-            i += if c == b'\r' && raw.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            let crlf = c == b'\r' && raw.get(i + 1) == Some(&b'\n');
+            let after = i + if crlf { 2 } else { 1 };
+            // A lone CR is text unless it folds a line (bare-CR messages).
+            if c == b'\r' && !crlf && !matches!(raw.get(after), Some(b' ' | b'\t')) {
+                tmp.push(c);
+                i += 1;
+                continue;
+            }
+            i = after;
             if matches!(raw.get(i), Some(b' ' | b'\t')) {
                 while matches!(raw.get(i), Some(b' ' | b'\t')) {
                     i += 1;
@@ -348,4 +356,139 @@ pub(crate) fn parse_block(
     }
     block.body_start = limit;
     block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+    use alloc::{format, vec};
+
+    fn decode(name: &[u8], raw: &[u8]) -> Vec<u8> {
+        let (mut out, mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        match decode_value(name, raw, &mut out, &mut a, &mut b, &mut c) {
+            Decoded::Raw(s, e) => raw.get(s..e).unwrap_or(&[]).to_vec(),
+            Decoded::Out(s, e) => out.get(s..e).unwrap_or(&[]).to_vec(),
+        }
+    }
+
+    /// Expected values are SpamAssassin 4.0.1's `get_header('Subject')`.
+    #[test]
+    fn rfc2047_table() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b" =?UTF-8?B?Y2Fmw6k=?=", b"caf\xc3\xa9"),
+            (b" =?utf-8?q?caf=C3=A9?= =?iso-8859-1?q?caf=E9?=", b"caf\xc3\xa9caf\xc3\xa9"),
+            (b" =?iso-8859-1?q?a?=   =?iso-8859-1?q?b?= c =?iso-8859-1?q?d?=", b"ab c d"),
+            (b" =?utf-8?q?a_b?=", b"a b"),
+            (b" x=?utf-8?q?y?=z", b"xyz"),
+            (b" =?bogus?q?=E9?=", b"\xc3\xa9"),
+            (b" =?us-ascii?q?=E9?=", b"\xef\xbf\xbd"),
+            (b" =?utf-8?b?invalid!!?=", b"\xef\xbf\xbd{\xda\x96'"),
+            (b" =?utf-8?q?unterminated", b"=?utf-8?q?unterminated"),
+            (b" =?utf-8*en?q?lang?=", b"lang"),
+            (b" plain caf\xe9 latin1", b"plain caf\xc3\xa9 latin1"),
+            (b" plain caf\xc3\xa9 utf8", b"plain caf\xc3\xa9 utf8"),
+            (b" =?koi8-r?b?7sXL?=", b"\xd0\x9d\xd0\xb5\xd0\xba"),
+            (b" =?windows-1252?q?=93quoted=94?=", b"\xe2\x80\x9cquoted\xe2\x80\x9d"),
+            (b" =?ISO-8859-15?Q?=A4uro?=", b"\xe2\x82\xacuro"),
+            (b" =?utf-8?Q?a?==?utf-8?Q?b?=", b"ab"),
+            (b" =?utf-8?q?a?=\n =?utf-8?q?b?=", b"ab"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(decode(b"Subject", raw), *want, "{:?}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn unfold_table() {
+        let cases: &[(&[u8], &[u8], &[u8])] = &[
+            (b"Subject", b" plain", b"plain"),
+            (b"Subject", b"\tfolded\n\tline  ", b"folded line"),
+            (b"Subject", b" a\r\n  b\r\n\tc", b"a b c"),
+            (b"Subject", b" a\rb", b"a\rb"),
+            (b"Subject", b" a\r b", b"a b"),
+            // Received and friends keep encoded words.
+            (b"Received", b" from =?utf-8?q?x?= by y", b"from =?utf-8?q?x?= by y"),
+            (b"List-Id", b" =?utf-8?q?x?=", b"=?utf-8?q?x?="),
+            (b"Subject", b"", b""),
+        ];
+        for (name, raw, want) in cases {
+            assert_eq!(decode(name, raw), *want, "{:?}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    fn block(text: &[u8]) -> (Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>, Block) {
+        let (mut index, mut out, mut a, mut b, mut c) = (Vec::with_capacity(16), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut store = HeaderStore { index: &mut index, cap: 16, text: &mut out, tmp: &mut a, tmp2: &mut b, tmp3: &mut c, overflow: false, truncated: false };
+        let mut wanted = Wanted::default();
+        let eol = super::super::lines::detect_eol(text);
+        let blk = parse_block(text, Src::Raw, 0, text.len(), eol, &mut store, &mut wanted);
+        let get = |s: Span| -> Vec<u8> {
+            let buf: &[u8] = if s.src == Src::Raw { text } else { &out };
+            buf.get(s.start as usize..s.end as usize).unwrap_or(&[]).to_vec()
+        };
+        let fields = index.iter().map(|h| (get(h.name), get(h.raw), get(h.decoded))).collect();
+        (fields, blk)
+    }
+
+    #[test]
+    fn block_table() {
+        type Field<'a> = (&'a [u8], &'a [u8], &'a [u8]);
+        // (message, fields, body start)
+        let cases: &[(&[u8], &[Field], usize)] = &[
+            (b"A: 1\nB: 2\n\nbody", &[(b"A", b" 1", b"1"), (b"B", b" 2", b"2")], 11),
+            (b"A: 1\r\nB: x\r\n y\r\n\r\nbody", &[(b"A", b" 1", b"1"), (b"B", b" x\r\n y", b"x y")], 18),
+            (b"A: 1\rB: 2\r\rbody", &[(b"A", b" 1", b"1"), (b"B", b" 2", b"2")], 11),
+            (b"From someone Mon Jan 1\nA: 1\n\n", &[(b"A", b" 1", b"1")], 29),
+            (b"A: 1\nA: 2\n\n", &[(b"A", b" 1", b"1"), (b"A", b" 2", b"2")], 11),
+            // No blank line before the body.
+            (b"A: 1\n--boundary\nrest", &[(b"A", b" 1", b"1")], 5),
+            (b"A: 1", &[(b"A", b" 1", b"1")], 4),
+            // White space before the colon is dropped from the name.
+            (b"Key  : v\n\n", &[(b"Key", b" v", b"v")], 10),
+            // Up to three garbage lines are tolerated; the fourth starts the body.
+            (b"A: 1\nnot a header\nB: 2\n\n", &[(b"A", b" 1", b"1"), (b"B", b" 2", b"2")], 24),
+            (b"A: 1\nx\ny\nz\nw\nB: 2\n\n", &[(b"A", b" 1", b"1")], 11),
+            (b" cont: first\nA: 1\n\n", &[(b" cont", b" first", b"first"), (b"A", b" 1", b"1")], 19),
+            (b"A: caf\xe9\n\n", &[(b"A", b" caf\xe9", b"caf\xc3\xa9")], 9),
+        ];
+        for (text, want, body) in cases {
+            let (fields, blk) = block(text);
+            let want: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = want.iter().map(|(n, r, d)| (n.to_vec(), r.to_vec(), d.to_vec())).collect();
+            assert_eq!(fields, want, "{:?}", String::from_utf8_lossy(text));
+            assert_eq!(blk.body_start, *body, "body of {:?}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn overflow_and_truncation() {
+        let mut text = Vec::new();
+        for i in 0..20 {
+            text.extend_from_slice(format!("H{i}: v\n").as_bytes());
+        }
+        text.extend_from_slice(b"Long: ");
+        text.extend(vec![b'x'; 9000]);
+        text.extend_from_slice(b"\n\n");
+        let (mut index, mut out, mut a, mut b, mut c) = (Vec::with_capacity(8), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut store = HeaderStore { index: &mut index, cap: 8, text: &mut out, tmp: &mut a, tmp2: &mut b, tmp3: &mut c, overflow: false, truncated: false };
+        let mut wanted = Wanted::default();
+        parse_block(&text, Src::Raw, 0, text.len(), Eol::Lf, &mut store, &mut wanted);
+        assert!(store.overflow && store.truncated);
+        assert_eq!(index.len(), 8);
+        assert_eq!(index.capacity(), 8);
+    }
+
+    #[test]
+    fn field_start_table() {
+        let cases: &[(&[u8], bool)] = &[
+            (b"Subject: x", true),
+            (b"X-A \t: x", true),
+            (b"Not a header", false),
+            (b": empty name", false),
+            (b"Bad\x01Name: x", false),
+        ];
+        for (line, want) in cases {
+            assert_eq!(is_field_start(line), *want, "{:?}", String::from_utf8_lossy(line));
+        }
+    }
 }

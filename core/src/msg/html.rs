@@ -366,6 +366,16 @@ impl Renderer<'_, '_> {
             }
             search = at + 2;
         }
+        if tag == b"title" {
+            // An unclosed title ends at the first tag; the rest is parsed again
+            // (HTML::Parser at the end of input).
+            let stop = doc.get(from..).and_then(|d| memchr::memchr(b'<', d)).map_or(doc.len(), |k| from + k);
+            self.text(doc.get(from..stop).unwrap_or(&[]), true);
+            self.end_tag(tag);
+            return stop;
+        }
+        // Script and style stay open (SpamAssassin closes them after the end);
+        // textarea, xmp and iframe run to the end as text.
         self.text(doc.get(from..).unwrap_or(&[]), kind == Literal::Decoded);
         doc.len()
     }

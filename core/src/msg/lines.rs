@@ -3,18 +3,28 @@
 /// How lines end in one source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Eol {
-    /// `\n`, with an optional `\r` before it.
+    /// `\n`; a `\r` before it is text (SpamAssassin keeps it in the body).
     Lf,
+    /// CRLF, as SpamAssassin decides it: the first or last line ends in CRLF.
+    Crlf,
     /// A bare `\r` (text with no `\n` at all).
     Cr,
 }
 
-/// Picks the line ending of `buf`: bare CR only if it has CRs and no LF.
+/// Picks the line ending of `buf` (a message from its first header line): bare CR
+/// if it has CRs and no LF, CRLF if its first or last line ends in CRLF.
 pub(crate) fn detect_eol(buf: &[u8]) -> Eol {
-    if memchr::memchr(b'\n', buf).is_none() && memchr::memchr(b'\r', buf).is_some() {
-        Eol::Cr
-    } else {
-        Eol::Lf
+    match memchr::memchr(b'\n', buf) {
+        None if memchr::memchr(b'\r', buf).is_some() => Eol::Cr,
+        None => Eol::Lf,
+        Some(first) => {
+            let crlf_at = |nl: usize| nl > 0 && buf.get(nl - 1) == Some(&b'\r');
+            if crlf_at(first) || (buf.last() == Some(&b'\n') && crlf_at(buf.len() - 1)) {
+                Eol::Crlf
+            } else {
+                Eol::Lf
+            }
+        }
     }
 }
 
@@ -45,14 +55,11 @@ pub(crate) fn next_line(buf: &[u8], pos: usize, limit: usize, eol: Eol) -> Optio
         return None;
     }
     let hay = buf.get(pos..limit)?;
-    let term = match eol {
-        Eol::Lf => b'\n',
-        Eol::Cr => b'\r',
-    };
+    let term = if eol == Eol::Cr { b'\r' } else { b'\n' };
     match memchr::memchr(term, hay) {
         Some(i) => {
             let at = pos + i;
-            let content_end = if eol == Eol::Lf && at > pos && buf.get(at - 1) == Some(&b'\r') { at - 1 } else { at };
+            let content_end = if eol != Eol::Cr && at > pos && buf.get(at - 1) == Some(&b'\r') { at - 1 } else { at };
             Some(Line { start: pos, content_end, end: at + 1 })
         }
         None => Some(Line { start: pos, content_end: limit, end: limit }),
@@ -79,7 +86,9 @@ mod tests {
         // (text, eol, [(text, terminated)])
         let cases: &[(&[u8], Eol, &[(&[u8], bool)])] = &[
             (b"a\nb\n", Eol::Lf, &[(b"a", true), (b"b", true)]),
-            (b"a\r\nb", Eol::Lf, &[(b"a", true), (b"b", false)]),
+            (b"a\r\nb", Eol::Crlf, &[(b"a", true), (b"b", false)]),
+            (b"a\nb\r\nc\n", Eol::Lf, &[(b"a", true), (b"b", true), (b"c", true)]),
+            (b"a\nb\r\n", Eol::Crlf, &[(b"a", true), (b"b", true)]),
             (b"a\rb\n", Eol::Lf, &[(b"a\rb", true)]),
             (b"a\rb\r", Eol::Cr, &[(b"a", true), (b"b", true)]),
             (b"\n\n", Eol::Lf, &[(b"", true), (b"", true)]),

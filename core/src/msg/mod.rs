@@ -157,6 +157,7 @@ pub(crate) struct Scratch {
     pub path: Vec<u8>,
     pub split: Vec<u8>,
     pub gather: Vec<u8>,
+    pub seen: Vec<u8>,
     pub u1: Vec<u8>,
     pub u2: Vec<u8>,
     pub u3: Vec<u8>,
@@ -165,7 +166,7 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    fn capacities(&self) -> [usize; 20] {
+    fn capacities(&self) -> [usize; 21] {
         [
             self.h1.capacity(),
             self.h2.capacity(),
@@ -182,6 +183,7 @@ impl Scratch {
             self.path.capacity(),
             self.split.capacity(),
             self.gather.capacity(),
+            self.seen.capacity(),
             self.u1.capacity(),
             self.u2.capacity(),
             self.u3.capacity(),
@@ -200,6 +202,7 @@ pub struct MessageBuffers {
     parts: Vec<PartRec>,
     frames: Vec<parse::Frame>,
     uri_slots: Vec<(u32, u32)>,
+    seen_slots: Vec<(u32, u32)>,
     header_text: Vec<u8>,
     meta: Vec<u8>,
     nested: Vec<u8>,
@@ -209,6 +212,7 @@ pub struct MessageBuffers {
     html_uris: Vec<u8>,
     scratch: Scratch,
     header_block: (usize, usize),
+    uri_count: usize,
     overflow: Overflow,
 }
 
@@ -225,6 +229,7 @@ impl MessageBuffers {
             parts: Vec::with_capacity(limits.max_parts),
             frames: Vec::with_capacity(limits.max_depth.saturating_add(2)),
             uri_slots: Vec::with_capacity(uri_table),
+            seen_slots: Vec::with_capacity(uri_table.saturating_mul(2)),
             header_text: Vec::new(),
             meta: Vec::new(),
             nested: Vec::new(),
@@ -234,6 +239,7 @@ impl MessageBuffers {
             html_uris: Vec::new(),
             scratch: Scratch::default(),
             header_block: (0, 0),
+            uri_count: 0,
             overflow: Overflow::default(),
         }
     }
@@ -252,6 +258,7 @@ impl MessageBuffers {
             self.parts.capacity(),
             self.frames.capacity(),
             self.uri_slots.capacity(),
+            self.seen_slots.capacity(),
             self.header_text.capacity(),
             self.meta.capacity(),
             self.nested.capacity(),
@@ -278,6 +285,7 @@ impl MessageBuffers {
         self.html_uris.clear();
         self.scratch.gather.clear();
         self.header_block = (0, 0);
+        self.uri_count = 0;
         self.overflow = Overflow::default();
     }
 
@@ -353,9 +361,15 @@ impl<'a> Message<'a> {
         &self.bufs.rawbody
     }
 
-    /// URIs found in the message, one per line.
+    /// URIs found in the message, one per line (an anchor without `href` gives an
+    /// empty one, as in SpamAssassin).
     pub fn uris(&self) -> &'a [u8] {
         &self.bufs.uris
+    }
+
+    /// How many URIs [`Message::uris`] holds (which tells one empty URI from none).
+    pub fn uri_count(&self) -> usize {
+        self.bufs.uri_count
     }
 
     /// Capacities this message exceeded.

@@ -10,7 +10,7 @@ use super::html::{self, HtmlSink};
 use super::lines::{detect_eol, next_line, Eol};
 use super::mime::{disposition_name, find_boundary, is_html_name, parse_content_type};
 use super::render::{body_cut, fold, prepare_content, rawbody_cut, split_long_lines, BodyWriter, RunContext};
-use super::uri::{add_uri, text_uri, TextScanner, UriSet, Work};
+use super::uri::{add_uri, text_uri, ByteSet, Offer, TextScanner, UriSet, Work};
 use super::{MessageBuffers, Overflow, PartKind, PartRec, Scratch, Span, Src};
 use alloc::vec::Vec;
 
@@ -140,6 +140,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         parts,
         frames,
         uri_slots,
+        seen_slots,
         header_text,
         meta,
         nested,
@@ -149,14 +150,23 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         html_uris,
         scratch,
         header_block,
+        uri_count,
         overflow: final_overflow,
         part_header_cap,
         ..
     } = bufs;
     let mut overflow = Overflow::default();
 
-    // Top-level header block.
-    let eol = detect_eol(raw);
+    // Top-level header block; CRLF mode is judged from the first header line.
+    let eol = {
+        let first = raw.iter().position(|&b| b == b'\n').map_or(raw.len(), |i| i + 1);
+        let from_line = raw.starts_with(b"From") && raw.get(4).copied().is_some_and(is_perl_space);
+        match detect_eol(raw) {
+            Eol::Cr => Eol::Cr,
+            _ if from_line => detect_eol(raw.get(first..).unwrap_or(&[])),
+            e => e,
+        }
+    };
     let mut wanted = Wanted::default();
     let block = {
         let mut store = HeaderStore {
@@ -243,24 +253,35 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
     super::uri::UriSet::reset(uri_slots, limits.max_uris);
     let mut set = UriSet { out: uris, slots: uri_slots, count: 0, max: limits.max_uris, overflow: false };
     {
-        let Scratch { u1, u2, u3, u4, u5, .. } = &mut *walk.s;
+        let Scratch { u1, u2, u3, u4, u5, seen, .. } = &mut *walk.s;
         let mut work = Work { text: u1, cur: u2, tmp: u3 };
         let mut scanner = TextScanner::new();
+        // URIs already cleaned are not cleaned again (SpamAssassin's %seen).
+        seen.clear();
+        ByteSet::reset(seen_slots, limits.max_uris.saturating_mul(2));
+        let mut seen_set = ByteSet { arena: seen, slots: seen_slots, count: 0, max: limits.max_uris.saturating_mul(2), sep: None };
         for line in walk.body.split(|&b| b == b'\n') {
             scanner.scan(line, |raw_uri, kind| {
-                if text_uri(raw_uri, kind, u4, u5) {
+                if text_uri(raw_uri, kind, u4, u5) && seen_set.offer(u4) != Offer::Present {
                     add_uri(u4, true, false, &mut set, &mut work);
                 }
             });
         }
+        // HTML URIs never need a domain; they get their own repeat check.
+        seen_set.arena.clear();
+        ByteSet::reset(seen_set.slots, seen_set.max);
+        seen_set.count = 0;
         let mut rec = walk.html_uris.as_slice();
         while let Some(len) = rec.get(..4).and_then(|l| <[u8; 4]>::try_from(l).ok()).map(|l| u32::from_le_bytes(l) as usize) {
             let Some(uri) = rec.get(4..4 + len) else { break };
-            add_uri(uri, false, true, &mut set, &mut work);
+            if seen_set.offer(uri) != Offer::Present {
+                add_uri(uri, false, true, &mut set, &mut work);
+            }
             rec = rec.get(4 + len..).unwrap_or(&[]);
         }
     }
     overflow.uris |= set.overflow;
+    *uri_count = set.count;
     *final_overflow = overflow;
 }
 
@@ -531,7 +552,7 @@ impl Walk<'_> {
                 let range = match found {
                     None => (body_start.unwrap_or(line.start), line.end),
                     Some(_) => match body_start {
-                        Some(bs) if bs < line.start => (bs, strip_line_end(buf, bs, line.start)),
+                        Some(bs) if bs < line.start => (bs, strip_line_end(buf, bs, line.start, frame.eol)),
                         _ => (line.start, line.start),
                     },
                 };
@@ -710,15 +731,23 @@ impl Walk<'_> {
 }
 
 /// End of a part's text before a boundary line: one line end removed (SpamAssassin's chomp).
-fn strip_line_end(buf: &[u8], start: usize, end: usize) -> usize {
+fn strip_line_end(buf: &[u8], start: usize, end: usize, eol: Eol) -> usize {
     let mut e = end;
-    if e > start && buf.get(e - 1) == Some(&b'\n') {
-        e -= 1;
-        if e > start && buf.get(e - 1) == Some(&b'\r') {
-            e -= 1;
+    let last = |e: usize| if e > start { buf.get(e - 1).copied() } else { None };
+    match eol {
+        Eol::Cr => {
+            if last(e) == Some(b'\r') {
+                e -= 1;
+            }
         }
-    } else if e > start && buf.get(e - 1) == Some(&b'\r') {
-        e -= 1;
+        Eol::Lf | Eol::Crlf => {
+            if last(e) == Some(b'\n') {
+                e -= 1;
+                if eol == Eol::Crlf && last(e) == Some(b'\r') {
+                    e -= 1;
+                }
+            }
+        }
     }
     e
 }

@@ -84,7 +84,8 @@ fn has_long_blank_run(buf: &[u8], start: usize, end: usize, eol: Eol, ctx: RunCo
 pub(crate) fn prepare_content(buf: &[u8], start: usize, end: usize, eol: Eol, levels: u16, ctx: RunContext, out: &mut Vec<u8>) -> bool {
     let src = buf.get(start..end).unwrap_or(&[]);
     let needs_eol = match eol {
-        Eol::Lf => memchr::memmem::find(src, b"\r\n").is_some(),
+        Eol::Lf => false,
+        Eol::Crlf => memchr::memmem::find(src, b"\r\n").is_some(),
         Eol::Cr => memchr::memchr(b'\r', src).is_some(),
     };
     let term = if eol == Eol::Cr { b'\r' } else { b'\n' };
@@ -107,7 +108,8 @@ pub(crate) fn prepare_content(buf: &[u8], start: usize, end: usize, eol: Eol, le
             let total = before + inside;
             for (k, l) in lines(buf, pos, end, eol).take(inside).enumerate() {
                 if keep_blank(before + k, total, top) {
-                    out.extend_from_slice(l.text(buf));
+                    let full = if eol == Eol::Lf { buf.get(l.start..l.end - usize::from(l.terminated())).unwrap_or(&[]) } else { l.text(buf) };
+                    out.extend_from_slice(full);
                     if l.terminated() {
                         out.push(b'\n');
                     }
@@ -120,6 +122,12 @@ pub(crate) fn prepare_content(buf: &[u8], start: usize, end: usize, eol: Eol, le
         first = false;
         pos = line.end;
         let terminated = line.terminated();
+        // Without CRLF mode a CR before the LF is text, as SpamAssassin keeps it.
+        let text = if eol == Eol::Lf {
+            buf.get(line.start..line.end - usize::from(terminated)).unwrap_or(text)
+        } else {
+            text
+        };
         if !needs_split {
             out.extend_from_slice(text);
             if terminated {
@@ -229,6 +237,22 @@ static WS_CLASS: [u8; 256] = {
     t
 };
 
+/// Fold classes: 0 plain ASCII, 1 space, 2 other white space, 3 NUL or 8-bit.
+static FOLD_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match i as u8 {
+            b' ' => 1,
+            b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => 2,
+            0 | 0x80..=0xff => 3,
+            _ => 0,
+        };
+        i += 1;
+    }
+    t
+};
+
 /// Length of the Unicode white space character (Perl's `\s` on characters) at the
 /// start of `s`, or 0.
 pub(crate) fn unicode_space_len(s: &[u8]) -> usize {
@@ -306,7 +330,15 @@ pub(crate) fn fold(src: &[u8], out: &mut Vec<u8>, chars: bool) {
     let mut i = 0;
     while i < src.len() {
         let rest = src.get(i..).unwrap_or(&[]);
-        let plain = rest.iter().position(|&b| WS_CLASS[b as usize] != 0 || b >= 0x80).unwrap_or(rest.len());
+        // A run of plain bytes, single spaces between words included.
+        let mut plain = 0;
+        while let Some(&b) = rest.get(plain) {
+            match FOLD_CLASS[b as usize] {
+                0 => plain += 1,
+                1 if plain > 0 && rest.get(plain + 1).is_some_and(|&n| FOLD_CLASS[n as usize] == 0) => plain += 2,
+                _ => break,
+            }
+        }
         if plain > 0 {
             flush(out, &mut in_space, newlines, before, after);
             out.extend_from_slice(rest.get(..plain).unwrap_or(&[]));
@@ -341,6 +373,11 @@ pub(crate) fn fold(src: &[u8], out: &mut Vec<u8>, chars: bool) {
         }
         flush(out, &mut in_space, newlines, before, after);
         match (chars, b, rest.get(1)) {
+            // SpamAssassin marks paragraphs with NUL, so a NUL in the text is a line break too.
+            (_, 0, _) => {
+                out.push(b'\n');
+                i += 1;
+            }
             (false, 0xc2 | 0xc3, Some(&c)) if c & 0xc0 == 0x80 => {
                 out.push(((b & 0x03) << 6) | (c & 0x3f));
                 i += 2;
@@ -412,6 +449,7 @@ mod tests {
             (&[b"caf\xc3\xa9\n"], b"caf\xc3\xa9 "),
             (&[b"\n\n\nstart"], b"\nstart"),
             (&[b"\xe2\x82\xac"], b"\xe2\x82\xac"),
+            (&[b"of \x00binary"], b"of \nbinary"),
         ];
         for (pieces, want) in cases {
             assert_eq!(fold_all(pieces), *want, "{pieces:?}");
@@ -467,8 +505,9 @@ mod tests {
         let mut out = Vec::new();
         let ctx = RunContext::default();
         assert!(!prepare_content(b"a\nb\n", 0, 4, Eol::Lf, 1, ctx, &mut out));
-        assert!(prepare_content(b"a\r\nb\r\n", 0, 6, Eol::Lf, 0, ctx, &mut out));
+        assert!(prepare_content(b"a\r\nb\r\n", 0, 6, Eol::Crlf, 0, ctx, &mut out));
         assert_eq!(out, b"a\nb\n");
+        assert!(!prepare_content(b"a\r\nb\r\n", 0, 6, Eol::Lf, 0, ctx, &mut out));
         assert!(prepare_content(b"a\rb", 0, 3, Eol::Cr, 0, ctx, &mut out));
         assert_eq!(out, b"a\nb");
         let mut long = vec![b'z'; 2100];

@@ -36,46 +36,81 @@ fn hash(s: &[u8]) -> u64 {
     h
 }
 
-impl UriSet<'_> {
-    /// Empties the table (its capacity was fixed when the buffers were made).
+/// What happened to an item offered to a [`ByteSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offer {
+    Added,
+    Present,
+    Full,
+}
+
+/// A set of byte strings kept in an arena (separated by `sep`) with an
+/// open-addressed table of (start, length + 1); the table never grows.
+pub(crate) struct ByteSet<'s> {
+    pub arena: &'s mut Vec<u8>,
+    pub slots: &'s mut Vec<(u32, u32)>,
+    pub count: usize,
+    pub max: usize,
+    pub sep: Option<u8>,
+}
+
+impl ByteSet<'_> {
+    /// Empties a table sized for `max` items (its capacity was fixed when the buffers were made).
     pub fn reset(slots: &mut Vec<(u32, u32)>, max: usize) {
         let size = (max.saturating_mul(2)).next_power_of_two().max(16);
         slots.clear();
         slots.resize(size, (0, 0));
     }
 
-    fn insert(&mut self, uri: &[u8]) {
-        let uri = uri.get(..uri.len().min(MAX_URI)).unwrap_or(&[]);
-        let mask = self.slots.len().wrapping_sub(1);
+    /// Adds `item` unless present or full.
+    pub fn offer(&mut self, item: &[u8]) -> Offer {
         if self.slots.is_empty() {
-            return;
+            return Offer::Full;
         }
-        let mut i = (hash(uri) as usize) & mask;
+        let mask = self.slots.len() - 1;
+        let mut i = (hash(item) as usize) & mask;
         loop {
-            let Some(&(start, len1)) = self.slots.get(i) else { return };
+            let Some(&(start, len1)) = self.slots.get(i) else { return Offer::Full };
             if len1 == 0 {
                 break;
             }
             let (s, e) = (start as usize, start as usize + len1 as usize - 1);
-            if self.out.get(s..e) == Some(uri) {
-                return;
+            if self.arena.get(s..e) == Some(item) {
+                return Offer::Present;
             }
             i = (i + 1) & mask;
         }
         if self.count >= self.max {
-            self.overflow = true;
-            return;
+            return Offer::Full;
         }
-        if self.count > 0 {
-            self.out.push(b'\n');
+        if let (Some(sep), true) = (self.sep, self.count > 0) {
+            self.arena.push(sep);
         }
-        let start = self.out.len();
-        self.out.extend_from_slice(uri);
-        let (Ok(s), Ok(l)) = (u32::try_from(start), u32::try_from(uri.len() + 1)) else { return };
+        let start = self.arena.len();
+        self.arena.extend_from_slice(item);
+        let (Ok(s), Ok(l)) = (u32::try_from(start), u32::try_from(item.len() + 1)) else { return Offer::Full };
         if let Some(slot) = self.slots.get_mut(i) {
             *slot = (s, l);
         }
         self.count += 1;
+        Offer::Added
+    }
+}
+
+impl UriSet<'_> {
+    /// Empties the table (its capacity was fixed when the buffers were made).
+    pub fn reset(slots: &mut Vec<(u32, u32)>, max: usize) {
+        ByteSet::reset(slots, max);
+    }
+
+    fn insert(&mut self, uri: &[u8]) {
+        let uri = uri.get(..uri.len().min(MAX_URI)).unwrap_or(&[]);
+        let mut set = ByteSet { arena: self.out, slots: self.slots, count: self.count, max: self.max, sep: Some(b'\n') };
+        let offer = set.offer(uri);
+        self.count = set.count;
+        if offer == Offer::Full {
+            self.overflow = true;
+        }
     }
 }
 
@@ -647,10 +682,62 @@ fn format_ipv4(v: u32, out: &mut [u8; 64]) -> usize {
     n
 }
 
+/// A name of up to 16 bytes packed big-endian into a `u128` (zero padded), so
+/// that packed names sort as the names do.
+const fn pack(s: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut i = 0;
+    while i < 16 {
+        v <<= 8;
+        if i < s.len() {
+            v |= s[i] as u128;
+        }
+        i += 1;
+    }
+    v
+}
+
+const SHORT_TLDS: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < TLDS.len() {
+        if TLDS[i].len() <= 16 {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The TLDs of up to 16 bytes, packed, in order.
+static PACKED_TLDS: [u128; SHORT_TLDS] = {
+    let mut out = [0u128; SHORT_TLDS];
+    let mut i = 0;
+    let mut j = 0;
+    while i < TLDS.len() {
+        if TLDS[i].len() <= 16 {
+            out[j] = pack(TLDS[i]);
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
 /// Whether `tld` (any case) is a top-level domain SpamAssassin knows.
 pub(crate) fn is_tld(tld: &[u8]) -> bool {
     if tld.is_empty() || tld.len() > 63 {
         return false;
+    }
+    if tld.len() <= 16 {
+        let mut v = 0u128;
+        for i in 0..16 {
+            v <<= 8;
+            if let Some(b) = tld.get(i) {
+                v |= u128::from(b.to_ascii_lowercase());
+            }
+        }
+        return PACKED_TLDS.binary_search(&v).is_ok();
     }
     let mut buf = [0u8; 63];
     for (slot, b) in buf.iter_mut().zip(tld) {
@@ -763,68 +850,77 @@ fn uri_domain(uri: &[u8], tmp: &mut Vec<u8>) -> bool {
 // ---------------------------------------------------------------------------
 // Text scanning: SpamAssassin's `_tbirdurire`, emulated without backtracking.
 
-/// `tbirdenddelim`: `><"\`}]{[|`, white space, ESC, 0xA0.
-fn end_delim(b: u8) -> bool {
-    matches!(b, b'>' | b'<' | b'"' | b'`' | b'}' | b']' | b'{' | b'[' | b'|' | 0x1b | 0xa0) || is_perl_space(b)
+/// Byte classes for the text scanner.
+const END: u8 = 1; // tbirdenddelim: `><"\`}]{[|`, white space, ESC, 0xA0
+const EMAIL: u8 = 2; // tbirdenddelimemail: the above, `,(\'` and every 8-bit byte
+const START: u8 = 4; // tbirdstartdelim
+const SC: u8 = 8; // scstartdelim: punctuation that may precede a schemeless host
+const WORD: u8 = 16; // \w
+const HOST: u8 = 32; // [a-z0-9._-]
+const AT: u8 = 64; // @
+const SPACE: u8 = 128; // Perl's \s
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let space = matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+        let end = space || matches!(b, b'>' | b'<' | b'"' | b'`' | b'}' | b']' | b'{' | b'[' | b'|' | 0x1b | 0xa0);
+        let email = end || matches!(b, b',' | b'(' | b'\'') || b >= 0x80;
+        let start = space || matches!(b, b'>' | b'<' | b'"' | b'\'' | b'`' | b',' | b'{' | b'[' | b'(' | b'|' | 0x1b | 0xa0);
+        let sc = space
+            || matches!(
+                b,
+                b'!' | b'"' | b'#' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b'/' | b':' | b';' | b'<'
+                    | b'=' | b'>' | b'?' | b'@' | b'[' | b'\\' | b']' | b'^' | b'`' | b'{' | b'|' | b'}' | b'~' | 0x1b
+                    | 0xa0
+            );
+        let word = b.is_ascii_alphanumeric() || b == b'_';
+        let host = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+        t[i] = (end as u8) * END
+            | (email as u8) * EMAIL
+            | (start as u8) * START
+            | (sc as u8) * SC
+            | (word as u8) * WORD
+            | (host as u8) * HOST
+            | ((b == b'@') as u8) * AT
+            | (space as u8) * SPACE;
+        i += 1;
+    }
+    t
+};
+
+fn has(b: u8, mask: u8) -> bool {
+    CLASS[b as usize] & mask != 0
 }
 
-/// `tbirdenddelimemail`: the above plus `,(\'` and every 8-bit byte.
-fn end_delim_email(b: u8) -> bool {
-    end_delim(b) || matches!(b, b',' | b'(' | b'\'') || b >= 0x80
-}
-
-/// `tbirdstartdelim`.
-fn start_delim(b: u8) -> bool {
-    matches!(b, b'>' | b'<' | b'"' | b'\'' | b'`' | b',' | b'{' | b'[' | b'(' | b'|' | 0x1b | 0xa0) || is_perl_space(b)
-}
-
-/// `scstartdelim`: the punctuation that may precede a schemeless host.
-fn sc_start_delim(b: u8) -> bool {
-    matches!(
-        b,
-        b'!' | b'"' | b'#' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b'/' | b':' | b';' | b'<' | b'='
-            | b'>' | b'?' | b'@' | b'[' | b'\\' | b']' | b'^' | b'`' | b'{' | b'|' | b'}' | b'~' | 0x1b | 0xa0
-    ) || is_perl_space(b)
-}
-
-fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-fn is_host_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
-}
-
-/// The first position at or after a point where a predicate holds, cached so that
-/// increasing queries cost linear time overall.
+/// The first position at or after a point where a byte class holds, cached so
+/// that increasing queries cost linear time overall.
 struct NextPos {
     from: usize,
     at: usize,
-    pred: fn(u8) -> bool,
+    mask: u8,
 }
 
 impl NextPos {
-    fn new(pred: fn(u8) -> bool) -> Self {
-        NextPos { from: usize::MAX, at: 0, pred }
+    fn new(mask: u8) -> Self {
+        NextPos { from: usize::MAX, at: 0, mask }
     }
 
     fn get(&mut self, s: &[u8], x: usize) -> usize {
         if self.from != usize::MAX && x >= self.from && x <= self.at {
             return self.at;
         }
-        let pred = self.pred;
-        let at = x + s.get(x..).unwrap_or(&[]).iter().position(|&b| pred(b)).unwrap_or(s.len().saturating_sub(x));
+        let mask = self.mask;
+        let at = x + s.get(x..).unwrap_or(&[]).iter().position(|&b| has(b, mask)).unwrap_or(s.len().saturating_sub(x));
         self.from = x;
         self.at = at;
         at
     }
 }
 
-fn email_stop(b: u8) -> bool {
-    end_delim_email(b) || b == b'@'
-}
-
-/// Finds raw URIs in one line of rendered text, as (start, end, is_mail).
+/// Finds raw URIs in one line of rendered text.
 pub(crate) struct TextScanner {
     end: NextPos,
     email: NextPos,
@@ -841,27 +937,40 @@ pub(crate) enum RawKind {
 
 impl TextScanner {
     pub fn new() -> Self {
-        TextScanner { end: NextPos::new(end_delim), email: NextPos::new(end_delim_email), email_or_at: NextPos::new(email_stop) }
+        TextScanner { end: NextPos::new(END), email: NextPos::new(EMAIL), email_or_at: NextPos::new(EMAIL | AT) }
     }
 
     /// Calls `found` for each raw URI in `line`, leftmost first, not overlapping.
+    ///
+    /// Every match holds a `.`, `:` or `@` and no white space, so only the
+    /// white-space separated words holding one of those are examined.
     pub fn scan(&mut self, line: &[u8], mut found: impl FnMut(&[u8], RawKind)) {
         *self = TextScanner::new();
-        let mut p = 0;
-        while p < line.len() {
-            let c = line.get(p).copied().unwrap_or(0);
-            let prev = if p == 0 { None } else { line.get(p - 1).copied() };
-            let boundary = prev.is_some_and(is_word) != is_word(c)
-                || prev.is_some_and(start_delim)
-                || (p >= 3 && line.get(p - 3) == Some(&0x1b) && line.get(p - 2) == Some(&b'('));
-            if boundary {
-                if let Some((e, kind)) = self.try_at(line, p) {
-                    found(line.get(p..e).unwrap_or(&[]), kind);
-                    p = e.max(p + 1);
-                    continue;
-                }
+        let mut done = 0;
+        while let Some(k) = line.get(done..).and_then(|l| memchr::memchr3(b'.', b':', b'@', l)) {
+            let anchor = done + k;
+            let mut ts = anchor;
+            while ts > done && !line.get(ts - 1).copied().is_some_and(|b| has(b, SPACE)) {
+                ts -= 1;
             }
-            p += 1;
+            let te = anchor + line.get(anchor..).unwrap_or(&[]).iter().position(|&b| has(b, SPACE)).unwrap_or(line.len() - anchor);
+            let mut p = ts;
+            while p < te {
+                let c = line.get(p).copied().unwrap_or(0);
+                let prev = if p == 0 { None } else { line.get(p - 1).copied() };
+                let boundary = prev.is_some_and(|b| has(b, WORD)) != has(c, WORD)
+                    || prev.is_some_and(|b| has(b, START))
+                    || (p >= 3 && line.get(p - 3) == Some(&0x1b) && line.get(p - 2) == Some(&b'('));
+                if boundary {
+                    if let Some((e, kind)) = self.try_at(line, p) {
+                        found(line.get(p..e).unwrap_or(&[]), kind);
+                        p = e.max(p + 1);
+                        continue;
+                    }
+                }
+                p += 1;
+            }
+            done = te.max(anchor + 1);
         }
     }
 
@@ -910,7 +1019,7 @@ impl TextScanner {
             }
         }
         // Schemeless host with a known TLD.
-        let sc_ok = p == 0 || s.get(p - 1).copied().is_some_and(sc_start_delim);
+        let sc_ok = p == 0 || s.get(p - 1).copied().is_some_and(|b| has(b, SC));
         if sc_ok && rest.first().is_some_and(u8::is_ascii_alphanumeric) {
             return self.schemeless(s, p).map(|e| (e, RawKind::Schemeless));
         }
@@ -918,7 +1027,10 @@ impl TextScanner {
     }
 
     fn schemeless(&mut self, s: &[u8], p: usize) -> Option<usize> {
-        let run = s.get(p..)?.iter().take_while(|&&b| is_host_char(b)).count();
+        let run = s.get(p..)?.iter().take_while(|&&b| has(b, HOST)).count();
+        if memchr::memchr(b'.', s.get(p..p + run)?).is_none() {
+            return None;
+        }
         let max_dot = p + run.min(253).saturating_sub(1);
         let mut d = max_dot;
         while d > p {
@@ -939,7 +1051,7 @@ impl TextScanner {
 
     /// `\.?(?::\d{1,5})?(?:/[^delim]{1,2048})?` then a delimiter or the end.
     fn after_host(&mut self, s: &[u8], t: usize) -> Option<usize> {
-        let ends = |i: usize| i >= s.len() || s.get(i).copied().is_some_and(end_delim);
+        let ends = |i: usize| i >= s.len() || s.get(i).copied().is_some_and(|b| has(b, END));
         for dot in [true, false] {
             let j = if dot {
                 if s.get(t) != Some(&b'.') {
@@ -1001,7 +1113,7 @@ pub(crate) fn text_uri(raw: &[u8], kind: RawKind, out: &mut Vec<u8>, tmp: &mut V
         return false;
     }
     // `^\w+:/{0,2}$`
-    let w = r.iter().take_while(|&&b| is_word(b)).count();
+    let w = r.iter().take_while(|&&b| has(b, WORD)).count();
     if w > 0 && r.get(w) == Some(&b':') && r.get(w + 1..).unwrap_or(&[]).iter().all(|&b| b == b'/') && r.len() - w - 1 <= 2 {
         return false;
     }
