@@ -359,6 +359,7 @@ pub(crate) fn parse_block(
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
     use alloc::string::String;

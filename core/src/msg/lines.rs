@@ -77,6 +77,7 @@ pub(crate) fn lines(buf: &[u8], pos: usize, limit: usize, eol: Eol) -> impl Iter
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
     use alloc::vec::Vec;

@@ -34,7 +34,7 @@ fn keyword_ends<'v>(value: &'v [u8], key: &'static [u8]) -> impl Iterator<Item =
         while from + key.len() <= value.len() {
             let at = from;
             from += 1;
-            let Some(cand) = value.get(at..at + key.len()) else { return None };
+            let cand = value.get(at..at + key.len())?;
             if !cand.eq_ignore_ascii_case(key) {
                 continue;
             }

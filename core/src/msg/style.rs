@@ -513,6 +513,7 @@ fn rgb_call(v: &[u8]) -> Option<([u64; 3], bool)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
 

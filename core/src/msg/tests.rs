@@ -1,5 +1,6 @@
 //! Whole-message tests: SpamAssassin golden outputs, rendering rules, extremes,
 //! buffer reuse.
+#![allow(clippy::type_complexity)]
 
 use super::*;
 use alloc::string::String;

@@ -878,18 +878,27 @@ static CLASS: [u8; 256] = {
             );
         let word = b.is_ascii_alphanumeric() || b == b'_';
         let host = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
-        t[i] = (end as u8) * END
-            | (email as u8) * EMAIL
-            | (start as u8) * START
-            | (sc as u8) * SC
-            | (word as u8) * WORD
-            | (host as u8) * HOST
-            | ((b == b'@') as u8) * AT
-            | (space as u8) * SPACE;
+        t[i] = flag(end, END)
+            | flag(email, EMAIL)
+            | flag(start, START)
+            | flag(sc, SC)
+            | flag(word, WORD)
+            | flag(host, HOST)
+            | flag(b == b'@', AT)
+            | flag(space, SPACE);
         i += 1;
     }
     t
 };
+
+/// `bit` if `on`, else 0.
+const fn flag(on: bool, bit: u8) -> u8 {
+    if on {
+        bit
+    } else {
+        0
+    }
+}
 
 fn has(b: u8, mask: u8) -> bool {
     CLASS[b as usize] & mask != 0
@@ -1028,9 +1037,7 @@ impl TextScanner {
 
     fn schemeless(&mut self, s: &[u8], p: usize) -> Option<usize> {
         let run = s.get(p..)?.iter().take_while(|&&b| has(b, HOST)).count();
-        if memchr::memchr(b'.', s.get(p..p + run)?).is_none() {
-            return None;
-        }
+        memchr::memchr(b'.', s.get(p..p + run)?)?;
         let max_dot = p + run.min(253).saturating_sub(1);
         let mut d = max_dot;
         while d > p {
@@ -1181,6 +1188,7 @@ pub(crate) fn text_uri(raw: &[u8], kind: RawKind, out: &mut Vec<u8>, tmp: &mut V
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)]
 mod tests {
     use super::*;
     use alloc::string::String;
