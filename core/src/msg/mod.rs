@@ -201,8 +201,8 @@ pub struct MessageBuffers {
     part_header_cap: usize,
     parts: Vec<PartRec>,
     frames: Vec<parse::Frame>,
-    uri_slots: Vec<(u32, u32)>,
-    seen_slots: Vec<(u32, u32)>,
+    uri_slots: uri::SlotTable,
+    seen_slots: uri::SlotTable,
     header_text: Vec<u8>,
     meta: Vec<u8>,
     nested: Vec<u8>,
@@ -220,7 +220,6 @@ impl MessageBuffers {
     /// Buffers for messages parsed under `limits`; fixed-capacity indexes are reserved now.
     pub fn new(limits: Limits) -> Self {
         let part_header_cap = limits.max_headers.saturating_add(limits.max_parts.saturating_mul(4));
-        let uri_table = limits.max_uris.saturating_mul(2).next_power_of_two().max(16);
         MessageBuffers {
             limits,
             headers: Vec::with_capacity(limits.max_headers),
@@ -228,8 +227,8 @@ impl MessageBuffers {
             part_header_cap,
             parts: Vec::with_capacity(limits.max_parts),
             frames: Vec::with_capacity(limits.max_depth.saturating_add(2)),
-            uri_slots: Vec::with_capacity(uri_table),
-            seen_slots: Vec::with_capacity(uri_table.saturating_mul(2)),
+            uri_slots: uri::SlotTable::with_items(limits.max_uris),
+            seen_slots: uri::SlotTable::with_items(limits.max_uris.saturating_mul(2)),
             header_text: Vec::new(),
             meta: Vec::new(),
             nested: Vec::new(),

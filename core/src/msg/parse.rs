@@ -250,7 +250,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
     let mut overflow = walk.overflow;
 
     // URIs: first from the rendered text, then from HTML attributes.
-    super::uri::UriSet::reset(uri_slots, limits.max_uris);
+    uri_slots.reset(limits.max_uris);
     let mut set = UriSet { out: uris, slots: uri_slots, count: 0, max: limits.max_uris, overflow: false };
     {
         let Scratch { u1, u2, u3, u4, u5, seen, .. } = &mut *walk.s;
@@ -258,7 +258,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         let mut scanner = TextScanner::new();
         // URIs already cleaned are not cleaned again (SpamAssassin's %seen).
         seen.clear();
-        ByteSet::reset(seen_slots, limits.max_uris.saturating_mul(2));
+        seen_slots.reset(limits.max_uris.saturating_mul(2));
         let mut seen_set = ByteSet { arena: seen, slots: seen_slots, count: 0, max: limits.max_uris.saturating_mul(2), sep: None };
         for line in walk.body.split(|&b| b == b'\n') {
             scanner.scan(line, |raw_uri, kind| {
@@ -269,7 +269,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         }
         // HTML URIs never need a domain; they get their own repeat check.
         seen_set.arena.clear();
-        ByteSet::reset(seen_set.slots, seen_set.max);
+        seen_set.slots.reset(seen_set.max);
         seen_set.count = 0;
         let mut rec = walk.html_uris.as_slice();
         while let Some(len) = rec.get(..4).and_then(|l| <[u8; 4]>::try_from(l).ok()).map(|l| u32::from_le_bytes(l) as usize) {

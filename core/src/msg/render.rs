@@ -237,6 +237,23 @@ static WS_CLASS: [u8; 256] = {
     t
 };
 
+/// Whether eight bytes are all printable ASCII or space, with no two spaces
+/// together (the bit tricks may say no wrongly, never yes wrongly).
+fn plain_word(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    let spaces = {
+        let x = w ^ (ONES * 0x20);
+        x.wrapping_sub(ONES) & !x & HIGH
+    };
+    let del = {
+        let x = w ^ (ONES * 0x7f);
+        x.wrapping_sub(ONES) & !x & HIGH
+    };
+    w & HIGH == 0 && below_space == 0 && del == 0 && spaces & (spaces >> 8) == 0
+}
+
 /// Fold classes: 0 plain ASCII, 1 space, 2 other white space, 3 NUL or 8-bit.
 static FOLD_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -330,8 +347,21 @@ pub(crate) fn fold(src: &[u8], out: &mut Vec<u8>, chars: bool) {
     let mut i = 0;
     while i < src.len() {
         let rest = src.get(i..).unwrap_or(&[]);
-        // A run of plain bytes, single spaces between words included.
+        // A run of plain bytes, single spaces between words included; eight at a
+        // time while they are printable ASCII with no two spaces together.
         let mut plain = 0;
+        if rest.first().is_some_and(|&b| FOLD_CLASS[b as usize] == 0) {
+            while let (Some(head), Some(&next)) =
+                (rest.get(plain..plain + 8).and_then(|h| <[u8; 8]>::try_from(h).ok()), rest.get(plain + 8))
+            {
+                let [.., last] = head;
+                // A space ending the eight bytes must be followed by a plain byte.
+                if !plain_word(u64::from_le_bytes(head)) || (last == b' ' && FOLD_CLASS[next as usize] != 0) {
+                    break;
+                }
+                plain += 8;
+            }
+        }
         while let Some(&b) = rest.get(plain) {
             match FOLD_CLASS[b as usize] {
                 0 => plain += 1,
@@ -450,6 +480,8 @@ mod tests {
             (&[b"\n\n\nstart"], b"\nstart"),
             (&[b"\xe2\x82\xac"], b"\xe2\x82\xac"),
             (&[b"of \x00binary"], b"of \nbinary"),
+            (&[b"abcdefg \nhijklmno  pqrstuvw x\ty"], b"abcdefg hijklmno pqrstuvw x y"),
+            (&[b"abcdefgh        ijklmnop"], b"abcdefgh ijklmnop"),
         ];
         for (pieces, want) in cases {
             assert_eq!(fold_all(pieces), *want, "{pieces:?}");

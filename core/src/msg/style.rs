@@ -92,7 +92,8 @@ impl Styles {
     }
 
     fn top(&self) -> Style {
-        self.stack.get(self.len.saturating_sub(1)).copied().unwrap_or(self.stack[0])
+        let [first, ..] = self.stack;
+        self.stack.get(self.len.saturating_sub(1)).copied().unwrap_or(first)
     }
 
     fn contains(&self, tag: StyleTag) -> bool {
@@ -506,10 +507,11 @@ fn rgb_call(v: &[u8]) -> Option<([u64; 3], bool)> {
         }
         count += 1;
     }
-    if count != 3 || pct[0] != pct[1] || pct[1] != pct[2] {
+    let [p0, p1, p2] = pct;
+    if count != 3 || p0 != p1 || p1 != p2 {
         return None;
     }
-    Some((vals, pct[0]))
+    Some((vals, p0))
 }
 
 #[cfg(test)]

@@ -17,11 +17,46 @@ const MAX_VARIANTS: usize = 48;
 /// Most redirector hops followed from one found URI.
 const MAX_SOURCES: usize = 8;
 
+/// An open-addressed table of (start, length + 1, epoch) entries; an entry is in
+/// use only when its epoch is the table's, so emptying it is one increment.
+#[derive(Debug, Default)]
+pub(crate) struct SlotTable {
+    slots: Vec<(u32, u32, u32)>,
+    epoch: u32,
+}
+
+impl SlotTable {
+    /// A table for `max` items, reserved now.
+    pub fn with_items(max: usize) -> SlotTable {
+        SlotTable { slots: Vec::with_capacity(Self::size_for(max)), epoch: 0 }
+    }
+
+    fn size_for(max: usize) -> usize {
+        max.saturating_mul(2).next_power_of_two().max(16)
+    }
+
+    /// Reserved capacity.
+    pub fn capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
+    /// Empties the table, sized for `max` items.
+    pub fn reset(&mut self, max: usize) {
+        let size = Self::size_for(max);
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.slots.len() != size || self.epoch == 0 {
+            self.slots.clear();
+            self.slots.resize(size, (0, 0, 0));
+            self.epoch = 1;
+        }
+    }
+}
+
 /// The message's URI set: one URI per line, without repeats, at most `max`.
 pub(crate) struct UriSet<'s> {
     pub out: &'s mut Vec<u8>,
-    /// Open-addressed table of (start, length + 1) of lines in `out`; 0 is empty.
-    pub slots: &'s mut Vec<(u32, u32)>,
+    /// Where each line of `out` is, by hash.
+    pub slots: &'s mut SlotTable,
     pub count: usize,
     pub max: usize,
     pub overflow: bool,
@@ -48,30 +83,25 @@ pub(crate) enum Offer {
 /// open-addressed table of (start, length + 1); the table never grows.
 pub(crate) struct ByteSet<'s> {
     pub arena: &'s mut Vec<u8>,
-    pub slots: &'s mut Vec<(u32, u32)>,
+    pub slots: &'s mut SlotTable,
     pub count: usize,
     pub max: usize,
     pub sep: Option<u8>,
 }
 
 impl ByteSet<'_> {
-    /// Empties a table sized for `max` items (its capacity was fixed when the buffers were made).
-    pub fn reset(slots: &mut Vec<(u32, u32)>, max: usize) {
-        let size = (max.saturating_mul(2)).next_power_of_two().max(16);
-        slots.clear();
-        slots.resize(size, (0, 0));
-    }
-
     /// Adds `item` unless present or full.
     pub fn offer(&mut self, item: &[u8]) -> Offer {
-        if self.slots.is_empty() {
+        let epoch = self.slots.epoch;
+        let table = &mut self.slots.slots;
+        if table.is_empty() {
             return Offer::Full;
         }
-        let mask = self.slots.len() - 1;
+        let mask = table.len() - 1;
         let mut i = (hash(item) as usize) & mask;
         loop {
-            let Some(&(start, len1)) = self.slots.get(i) else { return Offer::Full };
-            if len1 == 0 {
+            let Some(&(start, len1, e)) = table.get(i) else { return Offer::Full };
+            if e != epoch {
                 break;
             }
             let (s, e) = (start as usize, start as usize + len1 as usize - 1);
@@ -89,8 +119,8 @@ impl ByteSet<'_> {
         let start = self.arena.len();
         self.arena.extend_from_slice(item);
         let (Ok(s), Ok(l)) = (u32::try_from(start), u32::try_from(item.len() + 1)) else { return Offer::Full };
-        if let Some(slot) = self.slots.get_mut(i) {
-            *slot = (s, l);
+        if let Some(slot) = table.get_mut(i) {
+            *slot = (s, l, epoch);
         }
         self.count += 1;
         Offer::Added
@@ -98,11 +128,6 @@ impl ByteSet<'_> {
 }
 
 impl UriSet<'_> {
-    /// Empties the table (its capacity was fixed when the buffers were made).
-    pub fn reset(slots: &mut Vec<(u32, u32)>, max: usize) {
-        ByteSet::reset(slots, max);
-    }
-
     fn insert(&mut self, uri: &[u8]) {
         let uri = uri.get(..uri.len().min(MAX_URI)).unwrap_or(&[]);
         let mut set = ByteSet { arena: self.out, slots: self.slots, count: self.count, max: self.max, sep: Some(b'\n') };
@@ -1228,8 +1253,8 @@ mod tests {
     }
 
     fn cleaned(uri: &[u8], need_domain: bool) -> Vec<String> {
-        let (mut out, mut slots, mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        UriSet::reset(&mut slots, 100);
+        let (mut out, mut slots, mut a, mut b, mut c) = (Vec::new(), SlotTable::with_items(100), Vec::new(), Vec::new(), Vec::new());
+        slots.reset(100);
         let mut set = UriSet { out: &mut out, slots: &mut slots, count: 0, max: 100, overflow: false };
         let mut work = Work { text: &mut a, cur: &mut b, tmp: &mut c };
         add_uri(uri, need_domain, false, &mut set, &mut work);
