@@ -79,6 +79,10 @@ struct Renderer<'s, 'k> {
     attrs: [Attr; MAX_ATTRS],
     attr_count: usize,
     styles: Styles,
+    /// The last search for a comment end: from where, and the `-->` found.
+    comment_end: Option<(usize, Option<usize>)>,
+    /// No `</title>` follows this point.
+    no_title_end: Option<usize>,
 }
 
 /// Renders the HTML document `src` (UTF-8) into `sink.text`, gathering URIs.
@@ -94,6 +98,8 @@ pub(crate) fn render(src: &[u8], sink: &mut HtmlSink<'_>) {
         attrs: [Attr { name: (0, 0), value: (0, 0) }; MAX_ATTRS],
         attr_count: 0,
         styles: Styles::new(),
+        comment_end: None,
+        no_title_end: None,
     };
     r.run(&pre);
     *r.sink.pre = pre;
@@ -245,7 +251,12 @@ impl Renderer<'_, '_> {
                     i = lt + gt + 1;
                     text_from = i;
                 }
-                _ => i = lt + 1,
+                _ => {
+                    // HTML::Parser ends a text event before a `<` that starts no markup.
+                    self.text(doc.get(text_from..lt).unwrap_or(&[]), true);
+                    text_from = lt;
+                    i = lt + 1;
+                }
             }
         }
         self.text(doc.get(text_from..).unwrap_or(&[]), true);
@@ -255,9 +266,21 @@ impl Renderer<'_, '_> {
     fn markup_decl(&mut self, doc: &[u8], lt: usize) -> Option<usize> {
         let rest = doc.get(lt..)?;
         if rest.starts_with(b"<!--") {
-            let body = doc.get(lt + 4..)?;
-            let end = memchr::memmem::find(body, b"-->")?;
-            return Some(lt + 4 + end + 3);
+            // Up to `-->`, or, when there is none, to the first `>`.
+            // The search for `-->` is remembered, so many unclosed comments cost one scan.
+            let from = lt + 4;
+            let found = match self.comment_end {
+                Some((at, end)) if from >= at && end.is_none_or(|e| from <= e) => end,
+                _ => {
+                    let end = doc.get(from..).and_then(|b| memchr::memmem::find(b, b"-->")).map(|k| from + k);
+                    self.comment_end = Some((from, end));
+                    end
+                }
+            };
+            return match found {
+                Some(end) => Some(end + 3),
+                None => doc.get(from..).and_then(|b| memchr::memchr(b'>', b)).map(|gt| from + gt + 1),
+            };
         }
         if rest.starts_with(b"<![") {
             let kw = rest.get(3..)?.iter().take_while(|b| b.is_ascii_alphabetic()).count();
@@ -348,6 +371,10 @@ impl Renderer<'_, '_> {
             self.text(doc.get(from..).unwrap_or(&[]), false);
             return doc.len();
         }
+        // A title without an end tag is common in junk; remember that there is none.
+        if tag == b"title" && self.no_title_end.is_some_and(|at| from >= at) {
+            return self.unclosed_title(doc, from, tag);
+        }
         let mut search = from;
         while let Some(k) = doc.get(search..).and_then(|d| memchr::memmem::find(d, b"</")) {
             let at = search + k;
@@ -367,17 +394,22 @@ impl Renderer<'_, '_> {
             search = at + 2;
         }
         if tag == b"title" {
-            // An unclosed title ends at the first tag; the rest is parsed again
-            // (HTML::Parser at the end of input).
-            let stop = doc.get(from..).and_then(|d| memchr::memchr(b'<', d)).map_or(doc.len(), |k| from + k);
-            self.text(doc.get(from..stop).unwrap_or(&[]), true);
-            self.end_tag(tag);
-            return stop;
+            self.no_title_end = Some(from);
+            return self.unclosed_title(doc, from, tag);
         }
         // Script and style stay open (SpamAssassin closes them after the end);
         // textarea, xmp and iframe run to the end as text.
         self.text(doc.get(from..).unwrap_or(&[]), kind == Literal::Decoded);
         doc.len()
+    }
+
+    /// An unclosed title ends at the first tag; the rest is parsed again (what
+    /// HTML::Parser does at the end of input).
+    fn unclosed_title(&mut self, doc: &[u8], from: usize, tag: &[u8]) -> usize {
+        let stop = doc.get(from..).and_then(|d| memchr::memchr(b'<', d)).map_or(doc.len(), |k| from + k);
+        self.text(doc.get(from..stop).unwrap_or(&[]), true);
+        self.end_tag(tag);
+        stop
     }
 
     fn start_tag(&mut self, doc: &[u8], tag: &[u8]) {
@@ -429,7 +461,7 @@ impl Renderer<'_, '_> {
         let HtmlSink { text: out, ent, wide, .. } = &mut *self.sink;
         let src: &[u8] = if decode && memchr::memchr(b'&', raw).is_some() {
             ent.clear();
-            if decode_entities(raw, ent) {
+            if decode_entities(raw, ent, true) {
                 *wide = true;
             }
             ent.as_slice()
@@ -534,11 +566,25 @@ impl Renderer<'_, '_> {
     fn decoded_attr(&mut self, raw: &[u8], strip_bom: bool) -> (usize, usize) {
         let buf = &mut *self.sink.attr;
         buf.clear();
-        decode_entities(raw, buf);
+        decode_entities(raw, buf, false);
         if strip_bom {
-            while let Some(k) = memchr::memmem::find(buf, "\u{feff}".as_bytes()) {
-                buf.drain(k..k + 3);
+            // Remove every U+FEFF in one pass.
+            let bom = "\u{feff}".as_bytes();
+            let mut w = 0;
+            let mut r = 0;
+            while r < buf.len() {
+                if buf.get(r..r + 3) == Some(bom) {
+                    r += 3;
+                    continue;
+                }
+                let b = buf.get(r).copied().unwrap_or(0);
+                if let Some(slot) = buf.get_mut(w) {
+                    *slot = b;
+                }
+                w += 1;
+                r += 1;
             }
+            buf.truncate(w);
         }
         let mut a = 0;
         let mut b = buf.len();
@@ -852,8 +898,10 @@ fn target_uri(base: &[u8], r: &[u8], out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
 }
 
 /// Decodes one entity at the start of `s` (which starts with `&`) into `out`;
-/// returns the bytes used, 0 if it is not an entity HTML::Parser decodes.
-pub(crate) fn decode_entity(s: &[u8], out: &mut Vec<u8>) -> usize {
+/// returns the bytes used, 0 if it is not an entity HTML::Parser decodes. In text
+/// (`prefix`), a name may also start with an entity usable without `;` (`&copyright`
+/// is `©right`); in attribute values it may not.
+pub(crate) fn decode_entity(s: &[u8], out: &mut Vec<u8>, prefix: bool) -> usize {
     let Some(rest) = s.strip_prefix(b"&") else { return 0 };
     if let Some(num) = rest.strip_prefix(b"#") {
         let (hex, digits) = match num.first() {
@@ -899,6 +947,9 @@ pub(crate) fn decode_entity(s: &[u8], out: &mut Vec<u8>) -> usize {
             }
         }
     }
+    if !prefix {
+        return 0;
+    }
     // The longest prefix that is an entity usable without `;`.
     for len in (2..n.min(8)).rev() {
         let prefix = name.get(..len).unwrap_or(&[]);
@@ -912,15 +963,16 @@ pub(crate) fn decode_entity(s: &[u8], out: &mut Vec<u8>) -> usize {
     0
 }
 
-/// Appends `s` with its entities decoded; true if one was above U+00FF.
-pub(crate) fn decode_entities(s: &[u8], out: &mut Vec<u8>) -> bool {
+/// Appends `s` with its entities decoded (`prefix` as for [`decode_entity`]);
+/// true if one was above U+00FF.
+pub(crate) fn decode_entities(s: &[u8], out: &mut Vec<u8>, prefix: bool) -> bool {
     let mut wide = false;
     let mut rest = s;
     while let Some(k) = memchr::memchr(b'&', rest) {
         out.extend_from_slice(rest.get(..k).unwrap_or(&[]));
         let at = rest.get(k..).unwrap_or(&[]);
         let before = out.len();
-        let used = decode_entity(at, out);
+        let used = decode_entity(at, out, prefix);
         if used == 0 {
             out.push(b'&');
             rest = at.get(1..).unwrap_or(&[]);
@@ -932,4 +984,111 @@ pub(crate) fn decode_entities(s: &[u8], out: &mut Vec<u8>) -> bool {
     }
     out.extend_from_slice(rest);
     wide
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ents(s: &[u8], prefix: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        decode_entities(s, &mut out, prefix);
+        out
+    }
+
+    /// Expected values are HTML::Parser 3.81's (text and attribute values).
+    #[test]
+    fn entity_table() {
+        let cases: &[(&[u8], &[u8], &[u8])] = &[
+            (b"a &amp b &ampx c", b"a & b &x c", b"a & b &ampx c"),
+            (b"&lt;&gt; &#65 &#x42; &#0; &#999999999;", b"<> A B &#0; &#999999999;", b"<> A B &#0; &#999999999;"),
+            (b"&eacute &Eacute; &hellip &hellip;", b"\xc3\xa9 \xc3\x89 &hellip \xe2\x80\xa6", b"\xc3\xa9 \xc3\x89 &hellip \xe2\x80\xa6"),
+            (b"&copyright &notit; &sup2 &AMP;", b"\xc2\xa9right \xc2\xacit; \xc2\xb2 &AMP;", b"&copyright &notit; \xc2\xb2 &AMP;"),
+            (b"&sectionid=1&copy=3", b"\xc2\xa7ionid=1\xc2\xa9=3", b"&sectionid=1\xc2\xa9=3"),
+            (b"&#55357; &#x110000; &#12a &;", b"\xef\xbf\xbd &#x110000; \x0ca &;", b"\xef\xbf\xbd &#x110000; \x0ca &;"),
+        ];
+        for (src, text, attr) in cases {
+            assert_eq!(ents(src, true), *text, "text {:?}", core::str::from_utf8(src));
+            assert_eq!(ents(src, false), *attr, "attr {:?}", core::str::from_utf8(src));
+        }
+    }
+
+    fn target(base: &[u8], r: &[u8]) -> Vec<u8> {
+        let (mut out, mut tmp) = (Vec::new(), Vec::new());
+        target_uri(base, r, &mut out, &mut tmp);
+        out
+    }
+
+    #[test]
+    fn target_uri_table() {
+        let cases: &[(&[u8], &[u8], &[u8])] = &[
+            (b"", b"http://x.com/a", b"http://x.com/a"),
+            (b"", b"foo.html", b"foo.html"),
+            (b"", b"//www.x.com/p", b"http://www.x.com/p"),
+            (b"", b"//cdn.x.com/p", b"//cdn.x.com/p"),
+            (b"http://b.org/dir/", b"rel/link.html", b"http://b.org/dir/rel/link.html"),
+            (b"http://b.org/dir/", b"../up", b"http://b.org/up"),
+            (b"http://b.org/dir/", b"/abs", b"http://b.org/abs"),
+            (b"http://b.org/dir/", b"?q", b"http://b.org/dir/?q"),
+            (b"http://b.org/dir/", b"#f", b"http://b.org/dir/#f"),
+            (b"http://b.org/dir/", b"http:other", b"http://b.org/dir/other"),
+            (b"http://b.org", b"x", b"http://b.org/x"),
+            (b"", b"./a/./b/../c", b"/a/c"),
+        ];
+        for (base, r, want) in cases {
+            assert_eq!(target(base, r), *want, "{:?} + {:?}", core::str::from_utf8(base), core::str::from_utf8(r));
+        }
+    }
+
+    #[test]
+    fn base_file_name() {
+        assert_eq!(strip_file_name(b"http://b.org/dir/page.html"), b"http://b.org/dir/");
+        assert_eq!(strip_file_name(b"http://b.org/dir/"), b"http://b.org/dir/");
+        assert_eq!(strip_file_name(b"http://b.org"), b"http://b.org");
+        assert_eq!(strip_file_name(b"http://b.org/x.tar.gz"), b"http://b.org/x.tar.gz");
+    }
+
+    fn render_text(html: &[u8]) -> Vec<u8> {
+        let (mut text, mut uris, mut pre, mut attr, mut base, mut ent, mut resolved, mut path) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut sink = HtmlSink {
+            text: &mut text,
+            uris: &mut uris,
+            uri_room: 10,
+            uri_overflow: false,
+            wide: false,
+            pre: &mut pre,
+            attr: &mut attr,
+            base: &mut base,
+            ent: &mut ent,
+            resolved: &mut resolved,
+            path: &mut path,
+        };
+        render(html, &mut sink);
+        text
+    }
+
+    /// Tag and text handling as HTML::Parser does it (events checked with 3.81).
+    #[test]
+    fn tokenizer_table() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"<br/>x<br />y<p/>z", b"\nx\ny\n\nz"),
+            (b"a < b <3 c<1d", b"a < b <3 c<1d"),
+            (b"<!-- c1 -- c2 -->a<!--x>b-->c", b"ac"),
+            (b"a<!--#rotate>b<!-- x -- >c", b"abc"),
+            (b"<!DOCTYPE html>d<?php x ?>e<![CDATA[<b>z</b>]]>f", b"de<b>z</b>f"),
+            (b"<title>a&amp;b<br></title>x", b"\n\na&b<br>\n\nx"),
+            (b"<textarea>a<b>c</textarea>d", b"a<b>cd"),
+            (b"<xmp><b>q</b></xmp>f", b"\n\n<b>q</b>\n\nf"),
+            (b"<script>x</scriptfoo>y</script>z", b"z"),
+            (b"<title>unclosed<b>x", b"\n\nunclosed\n\nx"),
+            (b"<a href=\"x>y\">t</a>", b"t"),
+            (b"x<b", b"x"),
+            (b"<![if !supportLists]>b<![endif]>c", b"bc"),
+            (b"&nbsp;&nbsp;a", b" a"),
+        ];
+        for (html, want) in cases {
+            assert_eq!(render_text(html), *want, "{:?}", core::str::from_utf8(html));
+        }
+    }
 }

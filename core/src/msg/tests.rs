@@ -386,6 +386,49 @@ fn reparse_does_not_grow_buffers() {
     }
 }
 
+/// Inputs built to make a careless parser quadratic finish quickly.
+#[test]
+fn pathological_inputs_stay_linear() {
+    let mut cases: Vec<Vec<u8>> = Vec::new();
+    let html = |unit: &[u8], n: usize| {
+        let mut m = b"Subject: s\nContent-Type: text/html\n\n".to_vec();
+        for _ in 0..n {
+            m.extend_from_slice(unit);
+        }
+        m
+    };
+    cases.push(html(b"<!--x>", 200_000));
+    cases.push(html(b"<title>x", 200_000));
+    cases.push(html(b"<font size=1>", 200_000));
+    cases.push(html(b"&amp;&#1;&bogus;", 100_000));
+    cases.push(html(b"<a href=\"\xef\xbb\xbf\xef\xbb\xbf\xef\xbb\xbf", 100_000));
+    let mut text = b"Subject: s\n\n".to_vec();
+    for _ in 0..200_000 {
+        text.extend_from_slice(b"a.a@");
+    }
+    cases.push(text);
+    let mut hosts = b"Subject: s\n\n".to_vec();
+    for _ in 0..300_000 {
+        hosts.extend_from_slice(b"a.");
+    }
+    cases.push(hosts);
+    let mut words = b"Subject: =?utf-8?q?".to_vec();
+    for _ in 0..10_000 {
+        words.extend_from_slice(b"=?x?q?");
+    }
+    words.extend_from_slice(b"\n\nbody\n");
+    cases.push(words);
+    let mut bufs = MessageBuffers::new(Limits::default());
+    for raw in &cases {
+        let started = std::time::Instant::now();
+        let m = Message::parse(raw, &mut bufs);
+        let _ = (m.body().len(), m.uris().len());
+        let took = started.elapsed();
+        std::eprintln!("{:?}: {took:?}", String::from_utf8_lossy(raw.get(36..60).unwrap_or(&[])));
+        assert!(took.as_secs() < 5, "{:?}: {took:?}", String::from_utf8_lossy(raw.get(..60).unwrap_or(&[])));
+    }
+}
+
 #[test]
 fn hostile_inputs_do_not_panic() {
     let mut bufs = MessageBuffers::new(Limits { max_headers: 4, max_parts: 4, max_depth: 3, max_uris: 2, ..Limits::default() });
