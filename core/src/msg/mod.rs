@@ -19,8 +19,17 @@
 //!
 //! Layout: `header` (fields, RFC 2047), `decode` (base64, quoted-printable),
 //! `charset` (to UTF-8), `mime` (Content-Type), `parse` (the MIME walk), `render`
-//! (body text assembly), `html` (HTML to text), `uri` (URI finding and cleaning),
-//! `addr` (`:addr` and `:name`).
+//! (body text assembly), `html` and `style` (HTML to text), `uri` (URI finding and
+//! cleaning), `addr` (`:addr` and `:name`).
+//!
+//! Known differences from SpamAssassin 4.0.1 (checked against it on the shared
+//! corpora: body 99.1%, rawbody 100%, URIs 99.85% identical on the public corpus):
+//! - East Asian multi-byte charsets (GB2312/GBK, Big5, EUC-KR, ISO-2022-JP,
+//!   Shift_JIS, EUC-JP) are not converted: their bytes are kept;
+//! - bare-CR messages are split into lines (SpamAssassin sees one long line);
+//! - no IDNA for non-ASCII host names, no configured `redirector_pattern`s;
+//! - `rawbody` holds parts one after the other, each starting on a new line,
+//!   rather than SpamAssassin's 2-4 KiB chunks.
 
 mod addr;
 mod charset;

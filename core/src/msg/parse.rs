@@ -254,7 +254,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
     let mut set = UriSet { out: uris, slots: uri_slots, count: 0, max: limits.max_uris, overflow: false };
     {
         let Scratch { u1, u2, u3, u4, u5, seen, .. } = &mut *walk.s;
-        let mut work = Work { text: u1, cur: u2, tmp: u3 };
+        let mut work = Work::new(u1, u2, u3);
         let mut scanner = TextScanner::new();
         // URIs already cleaned are not cleaned again (SpamAssassin's %seen).
         seen.clear();
@@ -536,7 +536,24 @@ impl Walk<'_> {
         let mut pos = frame.pos;
         let mut child_body = None;
         let mut after_blank = false;
-        while let Some(line) = next_line(buf, pos, frame.end, frame.eol) {
+        loop {
+            // In a part's body only lines starting with `--` matter: jump to the next one.
+            if in_body && !buf.get(pos..frame.end).is_some_and(|r| r.starts_with(b"--")) {
+                let needle: &[u8] = if frame.eol == Eol::Cr { b"\r--" } else { b"\n--" };
+                match buf.get(pos..frame.end).and_then(|r| memchr::memmem::find(r, needle)) {
+                    Some(k) => pos += k + 1,
+                    None => {
+                        // No boundary follows: the part runs to the end.
+                        if pos < frame.end {
+                            frame.pos = frame.end;
+                            frame.done = true;
+                            child_body = Some((body_start.unwrap_or(pos), frame.end));
+                        }
+                        break;
+                    }
+                }
+            }
+            let Some(line) = next_line(buf, pos, frame.end, frame.eol) else { break };
             let text = line.text(buf);
             let is_last = line.end >= frame.end;
             let mut found = if text.starts_with(b"--") { boundary_line(text, bnd) } else { None };

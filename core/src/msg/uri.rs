@@ -144,6 +144,14 @@ pub(crate) struct Work<'s> {
     pub text: &'s mut Vec<u8>,
     pub cur: &'s mut Vec<u8>,
     pub tmp: &'s mut Vec<u8>,
+    pub vars: Variants,
+}
+
+impl<'s> Work<'s> {
+    /// Scratch over three buffers.
+    pub fn new(text: &'s mut Vec<u8>, cur: &'s mut Vec<u8>, tmp: &'s mut Vec<u8>) -> Self {
+        Work { text, cur, tmp, vars: Variants { list: [Variant::default(); MAX_VARIANTS], len: 0, sources: 0 } }
+    }
 }
 
 /// A variant: its range in `Work::text` and whether it is still to be cleaned.
@@ -154,7 +162,8 @@ struct Variant {
     source: bool,
 }
 
-struct Variants {
+/// The variants of one URI, in a fixed array.
+pub(crate) struct Variants {
     list: [Variant; MAX_VARIANTS],
     len: usize,
     sources: usize,
@@ -198,8 +207,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 pub(crate) fn add_uri(uri: &[u8], need_domain: bool, chars: bool, set: &mut UriSet<'_>, work: &mut Work<'_>) {
     let text = &mut *work.text;
     text.clear();
-    let mut vars = Variants { list: [Variant::default(); MAX_VARIANTS], len: 0, sources: 0 };
-    push_source(text, &mut vars, uri);
+    let vars = &mut work.vars;
+    vars.len = 0;
+    vars.sources = 0;
+    push_source(text, vars, uri);
     let mut i = 0;
     while i < vars.len {
         let Some(v) = vars.list.get(i).copied() else { break };
@@ -209,7 +220,7 @@ pub(crate) fn add_uri(uri: &[u8], need_domain: bool, chars: bool, set: &mut UriS
         }
         work.cur.clear();
         work.cur.extend_from_slice(text.get(v.start..v.end).unwrap_or(&[]));
-        clean_one(work.cur, (v.start, v.end), text, &mut vars, work.tmp, chars);
+        clean_one(work.cur, (v.start, v.end), text, vars, work.tmp, chars);
     }
     if need_domain {
         let any = vars
@@ -1256,7 +1267,7 @@ mod tests {
         let (mut out, mut slots, mut a, mut b, mut c) = (Vec::new(), SlotTable::with_items(100), Vec::new(), Vec::new(), Vec::new());
         slots.reset(100);
         let mut set = UriSet { out: &mut out, slots: &mut slots, count: 0, max: 100, overflow: false };
-        let mut work = Work { text: &mut a, cur: &mut b, tmp: &mut c };
+        let mut work = Work::new(&mut a, &mut b, &mut c);
         add_uri(uri, need_domain, false, &mut set, &mut work);
         let mut v: Vec<String> = if out.is_empty() { Vec::new() } else { out.split(|&b| b == b'\n').map(|l| String::from_utf8_lossy(l).into_owned()).collect() };
         v.sort();
