@@ -1086,6 +1086,8 @@ mod tests {
             (b"x<b", b"x"),
             (b"<![if !supportLists]>b<![endif]>c", b"bc"),
             (b"&nbsp;&nbsp;a", b" a"),
+            (b"<a\nhref=\"x\"\n>t</a\n>u<p\nclass=x>v", b"tu\n\nv"),
+            (b"<SCRIPT>a</Script >b<STYLE\n>c</style>d", b"bd"),
         ];
         for (html, want) in cases {
             assert_eq!(render_text(html), *want, "{:?}", core::str::from_utf8(html));

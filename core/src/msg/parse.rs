@@ -768,3 +768,51 @@ fn strip_line_end(buf: &[u8], start: usize, end: usize, eol: Eol) -> usize {
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundary_line_table() {
+        let cases: &[(&[u8], &[u8], Option<bool>)] = &[
+            (b"--abc", b"abc", Some(false)),
+            (b"--abc--", b"abc", Some(true)),
+            (b"--abc  \t", b"abc", Some(false)),
+            (b"--abc-- ", b"abc", Some(true)),
+            (b"--abcd", b"abc", None),
+            (b"--abc--x", b"abc", None),
+            (b"-abc", b"abc", None),
+            (b"--ABC", b"abc", None),
+            (b"--a--", b"a--", Some(false)),
+            (b"--a----", b"a--", Some(true)),
+        ];
+        for (line, boundary, want) in cases {
+            assert_eq!(boundary_line(line, boundary), *want, "{:?}", core::str::from_utf8(line));
+        }
+    }
+
+    #[test]
+    fn strip_line_end_table() {
+        // SpamAssassin chomps one line end before a boundary; in LF mode a CR stays.
+        let cases: &[(&[u8], Eol, usize)] = &[
+            (b"ab\n", Eol::Lf, 2),
+            (b"ab\r\n", Eol::Lf, 3),
+            (b"ab\r\n", Eol::Crlf, 2),
+            (b"ab\r", Eol::Cr, 2),
+            (b"ab", Eol::Lf, 2),
+            (b"\n", Eol::Lf, 0),
+        ];
+        for (text, eol, want) in cases {
+            assert_eq!(strip_line_end(text, 0, text.len(), *eol), *want, "{:?}", core::str::from_utf8(text));
+        }
+    }
+
+    #[test]
+    fn starts_word_table() {
+        assert!(starts_word(b"text/plain", b"text"));
+        assert!(starts_word(b"message/rfc822", b"message"));
+        assert!(!starts_word(b"textual/x", b"text"));
+        assert!(starts_word(b"text", b"text"));
+    }
+}
