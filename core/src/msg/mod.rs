@@ -13,8 +13,42 @@
 //! - `body()`: rendered text of the text parts (decoded, HTML turned to text,
 //!   paragraphs joined into single lines), the Subject as the first line, lines
 //!   separated by `\n`, no trailing `\n`;
-//! - `rawbody()`: decoded (base64/QP, charset) but not rendered, lines separated by `\n`;
+//! - `rawbody()`: transfer-decoded text parts, not rendered, each part starting on
+//!   a new line (bytes kept in the part's charset, as SpamAssassin keeps them);
 //! - `uris()`: every URI found in text and HTML attributes, one per line.
+//!
+//! Layout: `header` (fields, RFC 2047), `decode` (base64, quoted-printable),
+//! `charset` (to UTF-8), `mime` (Content-Type), `parse` (the MIME walk), `render`
+//! (body text assembly), `html` and `style` (HTML to text), `uri` (URI finding and
+//! cleaning), `addr` (`:addr` and `:name`).
+//!
+//! Known differences from SpamAssassin 4.0.1 (checked against it on the shared
+//! corpora: body 99.1%, rawbody 100%, URIs 99.85% identical on the public corpus):
+//! - East Asian multi-byte charsets (GB2312/GBK, Big5, EUC-KR, ISO-2022-JP,
+//!   Shift_JIS, EUC-JP) are not converted: their bytes are kept;
+//! - bare-CR messages are split into lines (SpamAssassin sees one long line);
+//! - no IDNA for non-ASCII host names, no configured `redirector_pattern`s;
+//! - `rawbody` holds parts one after the other, each starting on a new line,
+//!   rather than SpamAssassin's 2-4 KiB chunks.
+
+mod addr;
+mod charset;
+mod charset_tables;
+mod decode;
+mod entities;
+mod header;
+mod html;
+mod lines;
+mod mime;
+mod parse;
+mod render;
+mod style;
+mod tlds;
+mod uri;
+
+use alloc::vec::Vec;
+
+pub use addr::{addresses, first_address, first_display_name, first_display_name_decoded, Address, Addresses};
 
 /// Capacities that bound the work and memory spent on one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +57,8 @@ pub struct Limits {
     pub max_headers: usize,
     /// MIME parts kept (leaves and containers together).
     pub max_parts: usize,
-    /// MIME nesting depth followed.
+    /// MIME nesting depth followed (SpamAssassin's `subparse`: each multipart or
+    /// embedded message level uses one).
     pub max_depth: usize,
     /// Decoded bytes of one text part that go into `body` (SpamAssassin's `body_part_scan_size`).
     pub body_part_scan_size: usize,
@@ -38,7 +73,7 @@ impl Default for Limits {
         Limits {
             max_headers: 1000,
             max_parts: 1000,
-            max_depth: 30,
+            max_depth: 20,
             body_part_scan_size: 50_000,
             rawbody_part_scan_size: 500_000,
             max_uris: 1000,
@@ -49,7 +84,7 @@ impl Default for Limits {
 /// Which capacities a message exceeded; the message was still parsed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Overflow {
-    /// More headers than `max_headers`.
+    /// More headers than `max_headers` (or MIME part headers than their pool holds).
     pub headers: bool,
     /// More MIME parts than `max_parts`.
     pub parts: bool,
@@ -57,24 +92,223 @@ pub struct Overflow {
     pub depth: bool,
     /// More URIs than `max_uris`.
     pub uris: bool,
-    /// A part was cut at its scan size.
+    /// A part was cut at its scan size, or a header name or value at SpamAssassin's maximum length.
     pub truncated: bool,
+}
+
+/// Which buffer a [`Span`] points into.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// The message itself.
+    #[default]
+    Raw,
+    /// Decoded bodies of encoded embedded messages.
+    Nested,
+    /// Decoded header values.
+    HeaderText,
+    /// Content types, boundaries and the like.
+    Meta,
+}
+
+/// A byte range of one of the message's buffers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub src: Src,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    /// A span; offsets are below `u32::MAX` because messages are cut there.
+    pub fn new(src: Src, start: usize, end: usize) -> Span {
+        let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Span { src, start: clamp(start), end: clamp(end.max(start)) }
+    }
+}
+
+/// What kind of node a MIME part is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PartKind {
+    Leaf,
+    Multipart,
+    /// `message/rfc822` whose embedded message follows as its child.
+    Message,
+}
+
+/// One MIME part in the index.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartRec {
+    pub depth: u16,
+    pub kind: PartKind,
+    pub ctype: Span,
+    pub charset: Span,
+    pub top_headers: bool,
+    pub headers: (u32, u32),
+    pub effective_html: bool,
+    pub text: bool,
+}
+
+/// Scratch buffers reused between messages.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub h1: Vec<u8>,
+    pub h2: Vec<u8>,
+    pub h3: Vec<u8>,
+    pub prep: Vec<u8>,
+    pub dec: Vec<u8>,
+    pub conv: Vec<u8>,
+    pub rend: Vec<u8>,
+    pub pre: Vec<u8>,
+    pub attr: Vec<u8>,
+    pub base: Vec<u8>,
+    pub ent: Vec<u8>,
+    pub resolved: Vec<u8>,
+    pub path: Vec<u8>,
+    pub split: Vec<u8>,
+    pub gather: Vec<u8>,
+    pub seen: Vec<u8>,
+    pub u1: Vec<u8>,
+    pub u2: Vec<u8>,
+    pub u3: Vec<u8>,
+    pub u4: Vec<u8>,
+    pub u5: Vec<u8>,
+}
+
+impl Scratch {
+    fn capacities(&self) -> [usize; 21] {
+        [
+            self.h1.capacity(),
+            self.h2.capacity(),
+            self.h3.capacity(),
+            self.prep.capacity(),
+            self.dec.capacity(),
+            self.conv.capacity(),
+            self.rend.capacity(),
+            self.pre.capacity(),
+            self.attr.capacity(),
+            self.base.capacity(),
+            self.ent.capacity(),
+            self.resolved.capacity(),
+            self.path.capacity(),
+            self.split.capacity(),
+            self.gather.capacity(),
+            self.seen.capacity(),
+            self.u1.capacity(),
+            self.u2.capacity(),
+            self.u3.capacity(),
+            self.u4.capacity(),
+            self.u5.capacity(),
+        ]
+    }
 }
 
 /// Caller-owned buffers a [`Message`] is parsed into; reuse one per worker.
 pub struct MessageBuffers {
     limits: Limits,
+    headers: Vec<header::HeaderRec>,
+    part_headers: Vec<header::HeaderRec>,
+    part_header_cap: usize,
+    parts: Vec<PartRec>,
+    frames: Vec<parse::Frame>,
+    uri_slots: uri::SlotTable,
+    seen_slots: uri::SlotTable,
+    header_text: Vec<u8>,
+    meta: Vec<u8>,
+    nested: Vec<u8>,
+    body: Vec<u8>,
+    rawbody: Vec<u8>,
+    uris: Vec<u8>,
+    html_uris: Vec<u8>,
+    scratch: Scratch,
+    header_block: (usize, usize),
+    uri_count: usize,
+    overflow: Overflow,
 }
 
 impl MessageBuffers {
     /// Buffers for messages parsed under `limits`; fixed-capacity indexes are reserved now.
     pub fn new(limits: Limits) -> Self {
-        MessageBuffers { limits }
+        let part_header_cap = limits.max_headers.saturating_add(limits.max_parts.saturating_mul(4));
+        MessageBuffers {
+            limits,
+            headers: Vec::with_capacity(limits.max_headers),
+            part_headers: Vec::with_capacity(part_header_cap),
+            part_header_cap,
+            parts: Vec::with_capacity(limits.max_parts),
+            frames: Vec::with_capacity(limits.max_depth.saturating_add(2)),
+            uri_slots: uri::SlotTable::with_items(limits.max_uris),
+            seen_slots: uri::SlotTable::with_items(limits.max_uris.saturating_mul(2)),
+            header_text: Vec::new(),
+            meta: Vec::new(),
+            nested: Vec::new(),
+            body: Vec::new(),
+            rawbody: Vec::new(),
+            uris: Vec::new(),
+            html_uris: Vec::new(),
+            scratch: Scratch::default(),
+            header_block: (0, 0),
+            uri_count: 0,
+            overflow: Overflow::default(),
+        }
     }
 
     /// The limits these buffers were made with.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Capacity of every buffer, to check that re-parsing does not grow them.
+    pub fn capacities(&self) -> Vec<usize> {
+        let mut v = Vec::with_capacity(40);
+        v.extend_from_slice(&[
+            self.headers.capacity(),
+            self.part_headers.capacity(),
+            self.parts.capacity(),
+            self.frames.capacity(),
+            self.uri_slots.capacity(),
+            self.seen_slots.capacity(),
+            self.header_text.capacity(),
+            self.meta.capacity(),
+            self.nested.capacity(),
+            self.body.capacity(),
+            self.rawbody.capacity(),
+            self.uris.capacity(),
+            self.html_uris.capacity(),
+        ]);
+        v.extend_from_slice(&self.scratch.capacities());
+        v
+    }
+
+    fn reset(&mut self) {
+        self.headers.clear();
+        self.part_headers.clear();
+        self.parts.clear();
+        self.frames.clear();
+        self.header_text.clear();
+        self.meta.clear();
+        self.nested.clear();
+        self.body.clear();
+        self.rawbody.clear();
+        self.uris.clear();
+        self.html_uris.clear();
+        self.scratch.gather.clear();
+        self.header_block = (0, 0);
+        self.uri_count = 0;
+        self.overflow = Overflow::default();
+    }
+
+    fn bytes<'a>(&'a self, raw: &'a [u8], span: Span) -> &'a [u8] {
+        let buf: &[u8] = match span.src {
+            Src::Raw => raw,
+            Src::Nested => &self.nested,
+            Src::HeaderText => &self.header_text,
+            Src::Meta => &self.meta,
+        };
+        buf.get(span.start as usize..span.end as usize).unwrap_or(&[])
+    }
+
+    fn header<'a>(&'a self, raw: &'a [u8], rec: &header::HeaderRec) -> Header<'a> {
+        Header { name: self.bytes(raw, rec.name), raw: self.bytes(raw, rec.raw), decoded: self.bytes(raw, rec.decoded) }
     }
 }
 
@@ -98,8 +332,8 @@ pub struct Message<'a> {
 impl<'a> Message<'a> {
     /// Parses `raw` into `bufs`. Never fails; see [`Message::overflow`].
     pub fn parse(raw: &'a [u8], bufs: &'a mut MessageBuffers) -> Message<'a> {
-        let _ = &bufs.limits;
-        todo!("msg::parse")
+        parse::parse(raw, bufs);
+        Message { raw, bufs }
     }
 
     /// The whole message as received (`full` rules).
@@ -109,58 +343,105 @@ impl<'a> Message<'a> {
 
     /// The top-level headers in message order.
     pub fn headers(&self) -> impl Iterator<Item = Header<'a>> + 'a {
-        let _ = self.bufs;
-        core::iter::empty()
+        let (bufs, raw) = (self.bufs, self.raw);
+        bufs.headers.iter().map(move |h| bufs.header(raw, h))
+    }
+
+    /// The last top-level header called `name` (case-insensitive), as SpamAssassin's
+    /// scalar `get_header` picks it.
+    pub fn header(&self, name: &[u8]) -> Option<Header<'a>> {
+        self.headers().filter(|h| h.name.eq_ignore_ascii_case(name)).last()
     }
 
     /// The raw top-level header block, without the blank line that ends it.
     pub fn header_block(&self) -> &'a [u8] {
-        todo!()
+        let (a, b) = self.bufs.header_block;
+        self.raw.get(a..b).unwrap_or(&[])
     }
 
     /// Rendered body text: Subject first, one paragraph per line, `\n` between lines.
     pub fn body(&self) -> &'a [u8] {
-        todo!()
+        &self.bufs.body
     }
 
-    /// Decoded but unrendered body of the text parts, `\n` between lines.
+    /// Decoded but unrendered body of the text parts, each part on its own lines.
     pub fn rawbody(&self) -> &'a [u8] {
-        todo!()
+        &self.bufs.rawbody
     }
 
-    /// URIs found in the message, one per line.
+    /// URIs found in the message, one per line (an anchor without `href` gives an
+    /// empty one, as in SpamAssassin).
     pub fn uris(&self) -> &'a [u8] {
-        todo!()
+        &self.bufs.uris
+    }
+
+    /// How many URIs [`Message::uris`] holds (which tells one empty URI from none).
+    pub fn uri_count(&self) -> usize {
+        self.bufs.uri_count
     }
 
     /// Capacities this message exceeded.
     pub fn overflow(&self) -> Overflow {
-        todo!()
+        self.bufs.overflow
+    }
+
+    /// The MIME parts in tree order (the message itself first), containers included.
+    pub fn parts(&self) -> impl Iterator<Item = Part<'a>> + 'a {
+        let (bufs, raw) = (self.bufs, self.raw);
+        bufs.parts.iter().map(move |rec| Part { bufs, raw, rec })
     }
 }
 
-// LEAD STUBS (replaced by the msg implementation on merge)
-impl<'a> Message<'a> {
-    /// MIME parts.
-    pub fn parts(&self) -> impl Iterator<Item = Part<'a>> + 'a {
-        core::iter::empty()
-    }
-}
-/// A MIME part.
+/// A MIME part of a parsed message.
+#[derive(Clone, Copy)]
 pub struct Part<'a> {
-    _p: &'a [u8],
+    bufs: &'a MessageBuffers,
+    raw: &'a [u8],
+    rec: &'a PartRec,
 }
+
 impl<'a> Part<'a> {
-    /// Its headers.
+    /// Depth in the MIME tree: 0 for the message, 1 for its parts, and so on.
+    pub fn depth(&self) -> usize {
+        usize::from(self.rec.depth)
+    }
+
+    /// The content type as SpamAssassin reads it: lowercase `type/subtype`.
+    pub fn content_type(&self) -> &'a [u8] {
+        self.bufs.bytes(self.raw, self.rec.ctype)
+    }
+
+    /// The charset parameter as written, empty if none.
+    pub fn charset(&self) -> &'a [u8] {
+        self.bufs.bytes(self.raw, self.rec.charset)
+    }
+
+    /// Whether the part is text (`text/*`, or named like an HTML file).
+    pub fn is_text(&self) -> bool {
+        self.rec.text
+    }
+
+    /// Whether the part is a leaf (not a multipart or an embedded message).
+    pub fn is_leaf(&self) -> bool {
+        self.rec.kind == PartKind::Leaf
+    }
+
+    /// Whether the part is rendered as HTML (`text/html` or an `.html` file name).
+    pub fn is_html(&self) -> bool {
+        self.rec.effective_html || self.content_type() == b"text/html"
+    }
+
+    /// The part's own header fields, in order.
     pub fn headers(&self) -> impl Iterator<Item = Header<'a>> + 'a {
-        core::iter::empty()
+        let (bufs, raw) = (self.bufs, self.raw);
+        let list: &'a [header::HeaderRec] = if self.rec.top_headers {
+            &bufs.headers
+        } else {
+            bufs.part_headers.get(self.rec.headers.0 as usize..self.rec.headers.1 as usize).unwrap_or(&[])
+        };
+        list.iter().map(move |h| bufs.header(raw, h))
     }
 }
-/// First address.
-pub fn first_address(value: &[u8]) -> &[u8] {
-    value
-}
-/// First display name.
-pub fn first_display_name(value: &[u8]) -> &[u8] {
-    value
-}
+
+#[cfg(test)]
+mod tests;
