@@ -34,6 +34,7 @@ pub struct Scratch {
     candidates: Vec<u32>,
     all_headers: Vec<u8>,
     target: Vec<u8>,
+    names: NameScratch,
     meta_stack: Vec<f64>,
     caches: Vec<hybrid::dfa::Cache>,
 }
@@ -66,6 +67,7 @@ impl Scratch {
             candidates: Vec::with_capacity(pats),
             all_headers: Vec::with_capacity(4096),
             target: Vec::with_capacity(1024),
+            names: NameScratch::default(),
             meta_stack: Vec::with_capacity(rules.meta_stack),
             caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
         }
@@ -161,7 +163,7 @@ impl RuleSet {
             candidates: &mut scratch.candidates,
             lazy: Lazy { dfas: &self.lazy_dfas, caches: &mut scratch.caches },
         };
-        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.all_headers, &mut scratch.target);
+        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.all_headers, &mut scratch.names, &mut scratch.target);
         run_lines(&self.body, message.body(), &mut state, &mut lines);
         run_lines(&self.rawbody, message.rawbody(), &mut state, &mut lines);
         run_lines(&self.uri, message.uris(), &mut state, &mut lines);
@@ -202,6 +204,7 @@ impl RuleSet {
         state: &mut ScanState<'_>,
         lines: &mut LineScratch<'_>,
         all_headers: &mut Vec<u8>,
+        names: &mut NameScratch,
         target: &mut Vec<u8>,
     ) {
         if self.headers.is_empty() {
@@ -238,7 +241,7 @@ impl RuleSet {
             }
             if built_for != Some(check.target) {
                 present = match self.header_targets.get(check.target as usize) {
-                    Some(t) => build_header_target(message, &t.field, t.form, all_headers, target),
+                    Some(t) => build_header_target(message, &t.field, t.form, all_headers, names, target),
                     None => false,
                 };
                 built_for = Some(check.target);
@@ -352,6 +355,7 @@ fn build_header_target(
     field: &HeaderField,
     form: HeaderForm,
     all_headers: &[u8],
+    names: &mut NameScratch,
     out: &mut Vec<u8>,
 ) -> bool {
     out.clear();
@@ -368,16 +372,33 @@ fn build_header_target(
             if !h.name.eq_ignore_ascii_case(name) {
                 continue;
             }
-            let value = match form {
-                HeaderForm::Decoded => h.decoded,
-                HeaderForm::Raw => h.raw,
-                HeaderForm::Addr => msg::first_address(h.raw),
-                HeaderForm::Name => msg::first_display_name(h.raw),
-            };
-            if skip_empty && value.iter().all(u8::is_ascii_whitespace) {
-                continue;
+            match form {
+                HeaderForm::Decoded | HeaderForm::Raw => {
+                    let value = if form == HeaderForm::Raw { h.raw } else { h.decoded };
+                    if skip_empty && value.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    push(value, out);
+                }
+                // As SpamAssassin: every address of every instance.
+                HeaderForm::Addr => {
+                    for a in msg::addresses(h.raw).filter_map(|a| a.address) {
+                        push(a, out);
+                    }
+                }
+                HeaderForm::Name => {
+                    let n = msg::first_display_name_decoded(h.raw, &mut names.out, &mut names.work);
+                    if !n.is_empty() {
+                        push(n, out);
+                    }
+                }
+                HeaderForm::NameRaw => {
+                    let n = msg::first_display_name(h.raw);
+                    if !n.is_empty() {
+                        push(n, out);
+                    }
+                }
             }
-            push(value, out);
         }
     };
     match field {
@@ -398,6 +419,13 @@ fn build_header_target(
         }
     }
     present
+}
+
+/// Buffers for decoding display names (`:name`).
+#[derive(Default)]
+struct NameScratch {
+    out: Vec<u8>,
+    work: [Vec<u8>; 4],
 }
 
 /// Hit counts being gathered for one message.
@@ -621,7 +649,7 @@ mod tests {
     use alloc::string::String;
     use alloc::vec::Vec;
 
-    const MSG: &str = "From: \"Cheap Meds\" <deals@pharma.example>\r\nTo: you@example.org\r\nSubject: Buy cheap VIAGRA now\r\nMessage-Id: <abc@pharma.example>\r\nContent-Type: text/plain\r\n\r\nHello friend,\r\nclick here to buy viagra, viagra and more viagra.\r\n\r\nVisit http://pharma.example/buy now.\r\n";
+    const MSG: &str = "From: \"Cheap Meds\" <deals@pharma.example>\r\nTo: you@example.org\r\nSubject: Buy cheap VIAGRA now\r\nMessage-Id: <abc@pharma.example>\r\nContent-Type: text/plain\r\n\r\nHello friend,\r\nclick here to buy viagra, viagra and more viagra.\r\n\r\nVisit http://pharma.example.com/buy now.\r\n";
 
     fn hits(rules: &str, message: &str) -> (Vec<String>, i32) {
         let config = parse_str("test.cf", rules).expect("rules parse");
@@ -638,7 +666,8 @@ mod tests {
             ("body B /^Buy cheap VIAGRA/", &["B"]),
             ("body B /clickhere/", &[]),
             ("body B /hello friend/i", &["B"]),
-            ("body B /friend.*click/", &[]),
+            ("body B /friend.*click/", &["B"]),
+            ("body B /friend.*Visit/", &[]),
             ("rawbody R /viagra and more/", &["R"]),
             ("full F /^From: \"Cheap/m", &["F"]),
             ("full F /\\A Received/", &[]),
@@ -708,7 +737,7 @@ mod tests {
     #[test]
     fn scratch_follows_a_new_rule_set() {
         let a = RuleSet::compile(&parse_str("a.cf", "body A /viagra/").expect("parse")).expect("compile");
-        let b = RuleSet::compile(&parse_str("b.cf", "body B1 /x/\nbody B2 /friend/\nbody B3 /viagra/").expect("parse")).expect("compile");
+        let b = RuleSet::compile(&parse_str("b.cf", "body B1 /zzqq/\nbody B2 /friend/\nbody B3 /viagra/").expect("parse")).expect("compile");
         let mut scratch = Scratch::new(&a);
         assert_eq!(a.scan(MSG.as_bytes(), &mut scratch).hits().count(), 1);
         assert_eq!(b.scan(MSG.as_bytes(), &mut scratch).hits().count(), 2);

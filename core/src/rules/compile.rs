@@ -19,8 +19,9 @@ use crate::score::Score;
 
 /// Largest dense DFA built for one pattern; larger ones run as a lazy DFA.
 const DENSE_LIMIT: usize = 192 * 1024;
-/// Cache of a lazy DFA, per scratch.
-const LAZY_CACHE: usize = 64 * 1024;
+/// Most memory the cache of one lazy DFA may take, per scratch (filled only as states are
+/// met); large enough that real mail does not clear it, so warm scans allocate nothing.
+const LAZY_CACHE: usize = 1024 * 1024;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
