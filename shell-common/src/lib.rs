@@ -5,8 +5,10 @@
 
 pub mod access;
 pub mod cli;
+pub mod daemon;
 pub mod json;
 pub mod lint;
+pub mod log;
 pub mod load;
 pub mod scan;
 pub mod sys;
@@ -23,6 +25,8 @@ pub mod exit {
     pub const SOFTWARE: i32 = 70;
     /// An I/O error.
     pub const IOERR: i32 = 74;
+    /// An output file cannot be created.
+    pub const CANTCREAT: i32 = 73;
     /// Remote error in protocol.
     pub const PROTOCOL: i32 = 76;
     /// Configuration error.

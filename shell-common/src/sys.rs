@@ -450,3 +450,121 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 pub fn raw<F: AsRawFd>(f: &F) -> RawFd {
     f.as_raw_fd()
 }
+
+/// Shuts down the writing side of a socket: the peer reads end of file.
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    syscall!(shutdown(fd, libc::SHUT_WR)).map(drop)
+}
+
+static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    let fd = SIGNAL_PIPE.load(std::sync::atomic::Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = signal as u8;
+        // SAFETY: write(2) is async-signal-safe; `byte` lives for the call. A full pipe drops the byte, which is fine:
+        // the master drains the pipe and handles each signal kind once per wake.
+        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+    }
+}
+
+/// Delivers `signals` as bytes on a non-blocking pipe (the self-pipe trick); returns its read end.
+pub fn signal_pipe(signals: &[libc::c_int]) -> io::Result<OwnedFd> {
+    let mut fds = [0 as libc::c_int; 2];
+    syscall!(pipe(fds.as_mut_ptr()))?;
+    // SAFETY: pipe succeeded, so both fds are open and owned by nobody else.
+    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    for fd in [read_end.as_raw_fd(), write_end.as_raw_fd()] {
+        set_nonblocking(fd, true)?;
+        syscall!(fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC))?;
+    }
+    SIGNAL_PIPE.store(std::os::fd::IntoRawFd::into_raw_fd(write_end), std::sync::atomic::Ordering::Relaxed);
+    for &s in signals {
+        // SAFETY: an all-zero sigaction is valid; the handler only calls write(2).
+        let mut action: libc::sigaction = unsafe { mem::zeroed() };
+        action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        // SAFETY: `action` is initialised; a null old-action pointer is allowed.
+        if unsafe { libc::sigaction(s, &action, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(read_end)
+}
+
+/// Closes the write end of the signal pipe in a forked child, so it holds no master state.
+pub fn forget_signal_pipe() {
+    let fd = SIGNAL_PIPE.swap(-1, std::sync::atomic::Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: the fd was owned by the static; nobody else closes it.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+}
+
+/// Starts a new session, detached from the terminal.
+pub fn setsid() -> io::Result<()> {
+    syscall!(setsid()).map(drop)
+}
+
+/// Points standard input, output and error at /dev/null.
+pub fn stdio_to_devnull() -> io::Result<()> {
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    for target in 0..=2 {
+        syscall!(dup2(null.as_raw_fd(), target))?;
+    }
+    Ok(())
+}
+
+/// The parent's pid.
+pub fn getppid() -> libc::pid_t {
+    // SAFETY: getppid has no arguments and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// Exits the process at once, without running destructors (a forked child's copy of master state).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and is always safe to call.
+    unsafe { libc::_exit(code) }
+}
+
+/// Opens syslog with ident `siftd` and the pid in each line.
+pub fn open_syslog(facility: libc::c_int) {
+    // SAFETY: the ident is a static NUL-terminated string that outlives the process's use of it.
+    unsafe { libc::openlog(c"siftd".as_ptr(), libc::LOG_PID | libc::LOG_NDELAY, facility) };
+}
+
+/// Sends one line to syslog.
+pub fn syslog(priority: libc::c_int, text: &CString) {
+    // SAFETY: "%s" with one valid C string argument.
+    unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
+}
+
+/// Closes a raw fd that some owner in a forked child's copy of master state holds;
+/// the child never uses that owner again (it leaves through [`exit_now`]).
+pub fn close(fd: RawFd) -> io::Result<()> {
+    syscall!(close(fd)).map(drop)
+}
+
+/// The current time as an RFC 2822 date in UTC, for `_DATE_` and the report's `Received` header.
+pub fn rfc2822_now() -> String {
+    // SAFETY: time(NULL) is always valid.
+    let now = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: an all-zero tm is a valid out-value for gmtime_r.
+    let mut tm: libc::tm = unsafe { mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    if unsafe { libc::gmtime_r(&now, &mut tm) }.is_null() {
+        return String::from("Thu, 01 Jan 1970 00:00:00 +0000");
+    }
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} +0000",
+        DAYS.get(tm.tm_wday as usize).unwrap_or(&"Sun"),
+        tm.tm_mday,
+        MONTHS.get(tm.tm_mon as usize).unwrap_or(&"Jan"),
+        tm.tm_year + 1900,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}

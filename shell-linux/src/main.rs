@@ -1,12 +1,26 @@
-//! siftd for Linux.
+//! siftd for Linux: everything shared lives in siftd-common; this shell adds the
+//! Linux-only pieces (parent-death signal).
+#![deny(unsafe_code)]
+
+mod sys;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use siftd_common::cli::{Command, Options};
+use siftd_common::daemon::{self, Platform};
 use siftd_common::load::{load_config, RuleSources};
 use siftd_common::{exit, lint, scan};
 use sift_core::rules::RuleSet;
+
+/// Linux's per-child setup.
+struct Linux;
+
+impl Platform for Linux {
+    fn child_setup(&self, master: libc::pid_t) -> std::io::Result<()> {
+        sys::die_with_parent(master)
+    }
+}
 
 fn compile(sources: &RuleSources) -> Result<(sift_core::rules::Config, RuleSet), i32> {
     let config = load_config(sources).map_err(|e| {
@@ -40,10 +54,7 @@ fn run(options: Options) -> i32 {
             }
             Err(code) => code,
         },
-        None => {
-            eprintln!("siftd: daemon mode is not built yet; use `siftd scan FILE...` or `siftd --lint`");
-            exit::USAGE
-        }
+        None => daemon::run(&options, &Linux),
     }
 }
 
