@@ -100,7 +100,7 @@ pub fn parse_listen(spec: &str, port: u16, ipv4_only: bool, ipv6_only: bool) -> 
         "localhost" => vec![IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)],
         h => vec![h.parse().map_err(|_| bad())?],
     };
-    addrs.retain(|a| !(ipv4_only && a.is_ipv6()) && !(ipv6_only && a.is_ipv4()));
+    addrs.retain(|a| !(ipv4_only && a.is_ipv6() || ipv6_only && a.is_ipv4()));
     Ok(addrs.into_iter().map(|a| ListenSpec::Tcp(SocketAddr::new(a, port))).collect())
 }
 
@@ -640,6 +640,18 @@ fn worker(channel: OwnedFd, master: libc::pid_t, shared: &Shared<'_>, platform: 
                     let scan_us = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                     record = Record::served(pid, 0, request.body.len() as u32, scan_us, verdict.score, verdict.is_spam());
                     let _ = proto::respond(&mut stream, &request.head, request.body, Some(&verdict), &shared.settings, &env, &mut rewrite);
+                    // spamd's one line per message: result, score, rules, time, size, user.
+                    let mut names = String::new();
+                    let _ = sift_core::report::write_rule_names(&verdict, ",", &mut names);
+                    log.info(&format!(
+                        "result: {} {} - {} scantime={:.3},size={},user={}",
+                        if verdict.is_spam() { 'Y' } else { '.' },
+                        verdict.score.display(0),
+                        if names.is_empty() { "none" } else { names.as_str() },
+                        f64::from(scan_us) / 1e6,
+                        request.body.len(),
+                        request.head.user.as_deref().map_or(std::borrow::Cow::Borrowed("(unknown)"), String::from_utf8_lossy),
+                    ));
                 } else {
                     let _ = proto::respond::<Verdict<'_>, _>(&mut stream, &request.head, request.body, None, &shared.settings, &env, &mut rewrite);
                 }

@@ -1,0 +1,340 @@
+//! The daemon as users run it: real siftd processes, the real `spamc` from apt.
+//! Tests skip with a message when spamc is not installed.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{GTUBE, HAM};
+
+fn have_spamc() -> bool {
+    Command::new("spamc").arg("-V").output().is_ok()
+}
+
+macro_rules! require_spamc {
+    () => {
+        if !have_spamc() {
+            eprintln!("SKIP: spamc not installed (apt-get install spamc)");
+            return;
+        }
+    };
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A siftd daemon for one test, killed when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    dir: PathBuf,
+}
+
+impl Daemon {
+    fn start(extra: &[&str]) -> Daemon {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("sift-daemon-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let log = dir.join("siftd.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_siftd"))
+            .args(["-s"])
+            .arg(&log)
+            .args(["-i", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start siftd");
+        let d = Daemon { child, port, log, dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if d.spamc(&["-K"], "").1 == 0 {
+                return d;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("siftd did not answer PING: {}", d.log_text());
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn spamc(&self, args: &[&str], input: &str) -> (String, i32) {
+        spamc_port(self.port, args, input)
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Pids of this daemon's children, from /proc.
+    fn children(&self) -> BTreeSet<u32> {
+        children_of(self.pid())
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args(["-s", sig, &self.pid().to_string()]).status().expect("kill").success();
+        assert!(ok, "kill -s {sig}");
+    }
+
+    /// Pids that logged a scan result.
+    fn serving_pids(&self) -> Vec<u32> {
+        self.log_text()
+            .lines()
+            .filter(|l| l.contains("]: result: "))
+            .filter_map(|l| l.strip_prefix("siftd[")?.split(']').next()?.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn spamc_port(port: u16, args: &[&str], input: &str) -> (String, i32) {
+    let mut child = Command::new("spamc")
+        .args(["-d", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn spamc");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let text = input.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let out = child.wait_with_output().expect("spamc output");
+    let _ = writer.join();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+}
+
+fn children_of(parent: u32) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // Fields after the command name: state, ppid, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent) && fields.first() != Some(&"Z") {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn spamc_commands_table() {
+    require_spamc!();
+    let d = Daemon::start(&[]);
+    // (spamc args, message, check on stdout, exit status as spamc 4.0.1 gives it against spamd)
+    type Check = fn(&str) -> bool;
+    let cases: &[(&[&str], &str, Check, i32)] = &[
+        (&["-c"], GTUBE, |o| o.starts_with("100") && o.trim_end().ends_with("/5.0"), 1),
+        (&["-c"], HAM, |o| o.trim_end().ends_with("/5.0") && !o.starts_with("100"), 0),
+        (&["-R"], GTUBE, |o| o.contains("Content analysis details:") && o.contains("GTUBE"), 0),
+        (&["-R"], HAM, |o| o.contains("Content analysis details:"), 0),
+        (&["-y"], GTUBE, |o| o.split(',').any(|r| r.trim() == "GTUBE"), 0),
+        (&[], GTUBE, |o| o.contains("X-Spam-Flag: YES") && o.contains("Content-Type: message/rfc822"), 0),
+        (&[], HAM, |o| o.contains("X-Spam-Status: No,") && o.contains("lunch on Thursday"), 0),
+        (&["-E"], GTUBE, |o| o.contains("X-Spam-Flag: YES"), 1),
+        (&["-E"], HAM, |o| o.contains("X-Spam-Status: No,"), 0),
+        (&["-x", "-c"], GTUBE, |o| o.starts_with("100"), 1),
+        (&["-K"], "", |o| o.contains("PONG") || o.contains("SPAMD/1.5 0"), 0),
+    ];
+    for (args, message, check, status) in cases {
+        let (out, code) = d.spamc(args, message);
+        assert_eq!(code, *status, "spamc {args:?}: status, output {out:?}");
+        assert!(check(&out), "spamc {args:?}: output {out:?}");
+    }
+}
+
+#[test]
+fn unix_socket_with_spamc_u() {
+    require_spamc!();
+    let sock = std::env::temp_dir().join(format!("sift-{}.sock", std::process::id()));
+    let sock_s = sock.to_string_lossy().into_owned();
+    let d = Daemon::start(&["--socketpath", &sock_s, "--socketmode", "0600"]);
+    let mode = std::fs::metadata(&sock).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777).expect("socket exists");
+    assert_eq!(mode, 0o600);
+    let out = Command::new("spamc").args(["-U", &sock_s, "-c"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+        c.stdin.take().expect("stdin").write_all(GTUBE.as_bytes())?;
+        c.wait_with_output()
+    });
+    let out = out.expect("spamc -U");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("100"));
+    drop(d);
+}
+
+#[test]
+fn sequential_requests_are_served_by_one_child() {
+    require_spamc!();
+    let d = Daemon::start(&[]);
+    for i in 0..50 {
+        let (out, code) = d.spamc(&["-c"], if i % 2 == 0 { GTUBE } else { HAM });
+        assert!(code == 0 || code == 1, "request {i}: {out}");
+    }
+    wait_until("50 result lines", Duration::from_secs(10), || d.serving_pids().len() >= 50);
+    let pids: BTreeSet<u32> = d.serving_pids().into_iter().collect();
+    assert_eq!(pids.len(), 1, "50 sequential requests went to children {pids:?}");
+}
+
+#[test]
+fn pool_grows_under_concurrency_and_shrinks_when_idle() {
+    let d = Daemon::start(&["--timeout-tcp", "30"]);
+    // 8 clients that each hold a connection open mid-request keep children busy.
+    let clients: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", d.port)).expect("connect");
+            s.write_all(b"CHECK SPAMC/1.5\r\nContent-length: 100000\r\n\r\nstart").expect("write");
+            s
+        })
+        .collect();
+    wait_until("the pool to reach --max-children 5", Duration::from_secs(10), || d.children().len() == 5);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(d.children().len(), 5, "never above --max-children");
+    // The clients go away; every one of them was served or refused, none hangs.
+    drop(clients);
+    wait_until("the pool to shrink back to --max-spare 2", Duration::from_secs(20), || d.children().len() == 2);
+    assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").starts_with("SPAMD/1.5 0 PONG"));
+}
+
+#[test]
+fn killed_busy_child_fails_only_its_connection() {
+    require_spamc!();
+    let d = Daemon::start(&["--timeout-tcp", "20"]);
+    // A client that sends half a request keeps one child busy.
+    let mut stalled = TcpStream::connect(("127.0.0.1", d.port)).expect("connect");
+    stalled.write_all(b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf").expect("write");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = d.children();
+    // The busy child is the one that has not answered: the lowest pid got the connection.
+    let busy = *before.iter().next().expect("a child");
+    Command::new("kill").args(["-9", &busy.to_string()]).status().expect("kill");
+    let mut rest = Vec::new();
+    let _ = stalled.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the killed child's client gets no answer");
+    wait_until("a replacement child", Duration::from_secs(5), || {
+        let now = d.children();
+        !now.contains(&busy) && !now.is_empty()
+    });
+    let (out, code) = d.spamc(&["-c"], GTUBE);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn sighup_under_load_fails_no_request() {
+    require_spamc!();
+    let d = Daemon::start(&[]);
+    let port = d.port;
+    let failures = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Instant::now() + Duration::from_secs(5);
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (failures, done) = (failures.clone(), done.clone());
+            std::thread::spawn(move || {
+                while Instant::now() < stop {
+                    let (_, code) = spamc_port(port, &["-c"], GTUBE);
+                    if code != 1 {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1200));
+        d.signal("HUP");
+    }
+    for c in clients {
+        let _ = c.join();
+    }
+    assert!(d.log_text().contains("reloaded rules"), "{}", d.log_text());
+    assert!(done.load(Ordering::Relaxed) > 10);
+    assert_eq!(failures.load(Ordering::Relaxed), 0, "requests failed during reloads");
+}
+
+#[test]
+fn broken_rules_on_sighup_keep_the_old_set() {
+    require_spamc!();
+    let rules = std::env::temp_dir().join(format!("sift-hup-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&rules).expect("rules dir");
+    std::fs::write(rules.join("10_a.cf"), "body LUNCH /lunch/\nscore LUNCH 6\n").expect("rules");
+    let d = Daemon::start(&["-C", &rules.to_string_lossy()]);
+    assert_eq!(d.spamc(&["-c"], HAM).1, 1);
+    std::fs::remove_dir_all(&rules).expect("remove rules");
+    d.signal("HUP");
+    wait_until("the reload failure to be logged", Duration::from_secs(5), || d.log_text().contains("reload failed"));
+    assert_eq!(d.spamc(&["-c"], HAM).1, 1, "old rules still serve");
+}
+
+fn raw_request(port: u16, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(request).expect("write");
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn malformed_requests_get_spamd_codes() {
+    let d = Daemon::start(&[]);
+    let cases: &[(&[u8], &str)] = &[
+        (b"FOO SPAMC/1.5\r\n\r\n", "SPAMD/1.0 76 "),
+        (b"CHECK\r\n\r\n", "SPAMD/1.0 76 "),
+        (b"CHECK SPAMC/1.5\r\nContent-length: abc\r\n\r\n", "SPAMD/1.0 76 "),
+        (b"CHECK SPAMC/1.5\r\nnocolon\r\n\r\n", "SPAMD/1.0 76 "),
+        (b"CHECK SPAMC/1.5\r\nContent-length: 999999999\r\n\r\n", "SPAMD/1.0 65 "),
+        (b"PING SPAMC/1.5\r\n\r\n", "SPAMD/1.5 0 PONG"),
+    ];
+    for (request, want) in cases {
+        let answer = raw_request(d.port, request);
+        assert!(answer.starts_with(want), "{:?}: {answer:?}", String::from_utf8_lossy(request));
+    }
+    // The daemon still serves after all that.
+    assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").starts_with("SPAMD/1.5 0 PONG"));
+}
+
+
+#[test]
+fn compressed_requests_are_inflated() {
+    // The apt spamc is built without zlib (its -z exits 64), so send what `spamc -z` sends.
+    let d = Daemon::start(&[]);
+    let body = miniz_oxide::deflate::compress_to_vec_zlib(GTUBE.as_bytes(), 6);
+    let mut request = format!("CHECK SPAMC/1.5\r\nCompress: zlib\r\nContent-length: {}\r\n\r\n", body.len()).into_bytes();
+    request.extend_from_slice(&body);
+    let answer = raw_request(d.port, &request);
+    assert!(answer.starts_with("SPAMD/1.1 0 EX_OK"), "{answer:?}");
+    assert!(answer.contains("Spam: True ; 100"), "{answer:?}");
+}
