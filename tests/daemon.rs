@@ -338,3 +338,42 @@ fn compressed_requests_are_inflated() {
     assert!(answer.starts_with("SPAMD/1.1 0 EX_OK"), "{answer:?}");
     assert!(answer.contains("Spam: True ; 100"), "{answer:?}");
 }
+
+fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.parse().ok()
+}
+
+#[test]
+fn username_drops_privileges_of_master_and_children() {
+    if uid_of(std::process::id()) != Some(0) {
+        eprintln!("SKIP: not root, cannot test -u");
+        return;
+    }
+    let d = Daemon::start(&["-u", "nobody"]);
+    let nobody = uid_of(d.pid()).expect("master uid");
+    assert_ne!(nobody, 0, "master still root");
+    let children = d.children();
+    assert!(!children.is_empty());
+    for c in children {
+        assert_eq!(uid_of(c), Some(nobody), "child {c} runs as the dropped user");
+    }
+}
+
+#[test]
+fn stats_file_and_sigusr1_summary() {
+    let stats = std::env::temp_dir().join(format!("sift-stats-{}.prom", std::process::id()));
+    let d = Daemon::start(&["--stats-file", &stats.to_string_lossy()]);
+    for _ in 0..3 {
+        assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").contains("PONG"));
+    }
+    let mut request = format!("CHECK SPAMC/1.5\r\nContent-length: {}\r\n\r\n", GTUBE.len()).into_bytes();
+    request.extend_from_slice(GTUBE.as_bytes());
+    assert!(raw_request(d.port, &request).contains("Spam: True"));
+    wait_until("the stats file to count the message", Duration::from_secs(12), || {
+        std::fs::read_to_string(&stats).is_ok_and(|t| t.lines().any(|l| l.starts_with("sift_messages_total") && l.contains("spam") && !l.ends_with(" 0")))
+    });
+    d.signal("USR1");
+    wait_until("a statistics line in the log", Duration::from_secs(5), || d.log_text().lines().count() >= 3 && d.log_text().contains("messages"));
+    let _ = std::fs::remove_file(&stats);
+}
