@@ -545,18 +545,24 @@ fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
     }
 }
 
+/// Starts a pass over `text`: the candidates are the patterns whose literals occur in it.
+fn prefilter(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
+    s.next_epoch();
+    match &program.prefilter {
+        Some(ac) => {
+            find_literals(ac, text, s);
+            gather_candidates(program, s);
+        }
+        None => s.candidates.clear(),
+    }
+}
+
 /// Runs a line-oriented target (`body`, `rawbody`, `uri`): each pattern sees one line at a time.
 fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
     if program.patterns.is_empty() {
         return;
     }
-    s.next_epoch();
-    if let Some(ac) = &program.prefilter {
-        find_literals(ac, text, s);
-        gather_candidates(program, s);
-    } else {
-        s.candidates.clear();
-    }
+    prefilter(program, text, s);
     for i in 0..s.candidates.len() {
         let Some(&p) = s.candidates.get(i) else { break };
         let (Some(&first), Some(&last)) = (s.pattern_first.get(p as usize), s.pattern_last.get(p as usize)) else {
@@ -580,13 +586,7 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
     if program.patterns.is_empty() {
         return;
     }
-    s.next_epoch();
-    if let Some(ac) = &program.prefilter {
-        find_literals(ac, text, s);
-        gather_candidates(program, s);
-    } else {
-        s.candidates.clear();
-    }
+    prefilter(program, text, s);
     let candidates = s.candidates.iter().copied().chain(program.unfiltered.iter().copied());
     for p in candidates {
         let Some(pattern) = program.patterns.get(p as usize) else { continue };

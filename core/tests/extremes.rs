@@ -4,44 +4,8 @@
 use sift_core::rules::{cf, RuleSet, DEFAULT_RULES};
 use sift_core::scan::Scratch;
 
-fn big_body(bytes: usize) -> Vec<u8> {
-    let mut m = b"From: a@example.com\nTo: b@example.org\nSubject: big\n\n".to_vec();
-    let line = b"The quick brown fox jumps over the lazy dog; click here for free money now!\n";
-    while m.len() < bytes {
-        m.extend_from_slice(line);
-    }
-    m
-}
-
-fn many_headers(n: usize) -> Vec<u8> {
-    let mut m = Vec::new();
-    for i in 0..n {
-        m.extend_from_slice(format!("X-Header-{i}: value {i}\n").as_bytes());
-    }
-    m.extend_from_slice(b"Subject: many headers\n\nbody\n");
-    m
-}
-
-fn many_parts(n: usize) -> Vec<u8> {
-    let mut m = b"Subject: parts\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n".to_vec();
-    for i in 0..n {
-        m.extend_from_slice(format!("--b\nContent-Type: text/plain\n\npart {i}\n").as_bytes());
-    }
-    m.extend_from_slice(b"--b--\n");
-    m
-}
-
-fn deep_nesting(depth: usize) -> Vec<u8> {
-    let mut m = b"Subject: deep\nMIME-Version: 1.0\n".to_vec();
-    for i in 0..depth {
-        m.extend_from_slice(format!("Content-Type: multipart/mixed; boundary=\"b{i}\"\n\n--b{i}\n").as_bytes());
-    }
-    m.extend_from_slice(b"Content-Type: text/plain\n\ninnermost text\n");
-    for i in (0..depth).rev() {
-        m.extend_from_slice(format!("--b{i}--\n").as_bytes());
-    }
-    m
-}
+mod synthetic;
+use synthetic::{big_body, deep_nesting, many_headers, many_parts};
 
 #[test]
 fn extremes_table() {

@@ -1274,23 +1274,8 @@ fn condition_tokens(expr: &str) -> Result<Vec<CondToken>, String> {
             continue;
         }
         let two = b.get(i + 1).copied();
-        let op = match (c, two) {
-            (b'|', Some(b'|')) => "||",
-            (b'&', Some(b'&')) => "&&",
-            (b'=', Some(b'=')) => "==",
-            (b'!', Some(b'=')) => "!=",
-            (b'>', Some(b'=')) => ">=",
-            (b'<', Some(b'=')) => "<=",
-            (b'>', _) => ">",
-            (b'<', _) => "<",
-            (b'!', _) => "!",
-            (b'(', _) => "(",
-            (b')', _) => ")",
-            (b'+', _) => "+",
-            (b'-', _) => "-",
-            (b'*', _) => "*",
-            (b'/', _) => "/",
-            _ => return Err(format!("unexpected character {:?}", char::from(c))),
+        let Some(op) = operator(c, two) else {
+            return Err(format!("unexpected character {:?}", char::from(c)));
         };
         i += op.len();
         tokens.push(CondToken::Op(op));
@@ -1746,24 +1731,12 @@ fn meta_tokens(text: &str) -> Result<Vec<MetaToken>, String> {
             }
             continue;
         }
-        let op = match (c, rest.get(1).copied()) {
-            (b'|', Some(b'|')) => "||",
-            (b'&', Some(b'&')) => "&&",
-            (b'=', Some(b'=')) => "==",
-            (b'!', Some(b'=')) => "!=",
-            (b'>', Some(b'=')) => ">=",
-            (b'<', Some(b'=')) => "<=",
-            (b'>', _) => ">",
-            (b'<', _) => "<",
-            (b'!', _) => "!",
-            (b'(', _) => "(",
-            (b')', _) => ")",
-            (b'+', _) => "+",
-            (b'-', _) => "-",
-            (b'*', Some(b'*')) => return Err(String::from("** is not allowed")),
-            (b'*', _) => "*",
-            (b'/', _) => "/",
-            _ => return Err(format!("operator {:?} not supported", char::from(c))),
+        let next = rest.get(1).copied();
+        if (c, next) == (b'*', Some(b'*')) {
+            return Err(String::from("** is not allowed"));
+        }
+        let Some(op) = operator(c, next) else {
+            return Err(format!("operator {:?} not supported", char::from(c)));
         };
         i += op.len();
         tokens.push(MetaToken::Op(op));
@@ -2146,6 +2119,28 @@ pub fn parse_str(name: &str, text: &str) -> Result<Config, ParseError> {
     let mut p = Parser::new();
     p.parse_file(name, text.as_bytes(), &mut NoIncludes)?;
     Ok(p.finish())
+}
+
+/// The operator starting with `c` (followed by `next`) in `if` and `meta` expressions.
+fn operator(c: u8, next: Option<u8>) -> Option<&'static str> {
+    Some(match (c, next) {
+        (b'|', Some(b'|')) => "||",
+        (b'&', Some(b'&')) => "&&",
+        (b'=', Some(b'=')) => "==",
+        (b'!', Some(b'=')) => "!=",
+        (b'>', Some(b'=')) => ">=",
+        (b'<', Some(b'=')) => "<=",
+        (b'>', _) => ">",
+        (b'<', _) => "<",
+        (b'!', _) => "!",
+        (b'(', _) => "(",
+        (b')', _) => ")",
+        (b'+', _) => "+",
+        (b'-', _) => "-",
+        (b'*', _) => "*",
+        (b'/', _) => "/",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
