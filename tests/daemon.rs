@@ -377,3 +377,71 @@ fn stats_file_and_sigusr1_summary() {
     wait_until("a statistics line in the log", Duration::from_secs(5), || d.log_text().lines().count() >= 3 && d.log_text().contains("messages"));
     let _ = std::fs::remove_file(&stats);
 }
+
+#[test]
+fn allowed_ips_refuses_other_clients() {
+    // Only 127.0.0.2 may connect; this test connects from 127.0.0.1.
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("sift-acl-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_siftd"))
+        .arg("-s")
+        .arg(&log)
+        .args(["-i", &format!("127.0.0.1:{port}"), "-A", "127.0.0.2"])
+        .spawn()
+        .expect("start siftd");
+    wait_until("the server to start", Duration::from_secs(30), || std::fs::read_to_string(&log).is_ok_and(|t| t.contains("server started")));
+    let answer = raw_request(port, b"PING SPAMC/1.5\r\n\r\n");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.is_empty(), "a refused client gets no answer: {answer:?}");
+    assert!(text.contains("refused: not in --allowed-ips"), "{text}");
+}
+
+#[test]
+fn daemonize_writes_pidfile_and_children_die_with_the_master() {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("sift-daemonize-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let pidfile = dir.join("siftd.pid");
+    let status = Command::new(env!("CARGO_BIN_EXE_siftd"))
+        .args(["-d", "-s"])
+        .arg(dir.join("log"))
+        .args(["-i", &format!("127.0.0.1:{port}"), "-r"])
+        .arg(&pidfile)
+        .status()
+        .expect("run siftd -d");
+    assert!(status.success(), "the launching process exits 0");
+    wait_until("the pidfile", Duration::from_secs(30), || std::fs::read_to_string(&pidfile).is_ok());
+    let master: u32 = std::fs::read_to_string(&pidfile).expect("pidfile").trim().parse().expect("pid");
+    wait_until("PONG", Duration::from_secs(30), || raw_request(port, b"PING SPAMC/1.5\r\n\r\n").contains("PONG"));
+    let children = children_of(master);
+    assert!(!children.is_empty());
+    Command::new("kill").args(["-9", &master.to_string()]).status().expect("kill master");
+    wait_until("children to exit with the master", Duration::from_secs(5), || {
+        children.iter().all(|c| !std::path::Path::new(&format!("/proc/{c}")).exists() || std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|s| s.contains(") Z ")))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rule_file_settings_shape_the_rewritten_message() {
+    require_spamc!();
+    let rules = std::env::temp_dir().join(format!("sift-rs0-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&rules).expect("rules dir");
+    std::fs::write(
+        rules.join("10_settings.cf"),
+        "report_safe 0\nrewrite_header Subject *****SPAM*****\nbody GTUBE /XJS\\*C4JDBQADN1/\nscore GTUBE 1000\n",
+    )
+    .expect("rules");
+    let d = Daemon::start(&["-C", &rules.to_string_lossy()]);
+    let (out, code) = d.spamc(&[], GTUBE);
+    assert_eq!(code, 0);
+    assert!(out.contains("Subject: *****SPAM***** Test spam mail (GTUBE)"), "{out}");
+    assert!(!out.contains("message/rfc822"), "report_safe 0 does not wrap: {out}");
+    // Without SpamAssassin's 10_default_prefs.cf only Checker-Version is added, plus the report.
+    assert!(out.contains("X-Spam-Report:") && out.contains("X-Spam-Prev-Subject: Test spam mail (GTUBE)"), "{out}");
+    let _ = std::fs::remove_dir_all(&rules);
+}
