@@ -445,3 +445,27 @@ fn rule_file_settings_shape_the_rewritten_message() {
     assert!(out.contains("X-Spam-Report:") && out.contains("X-Spam-Prev-Subject: Test spam mail (GTUBE)"), "{out}");
     let _ = std::fs::remove_dir_all(&rules);
 }
+
+#[test]
+fn round_robin_children_accept_on_their_own() {
+    require_spamc!();
+    let d = Daemon::start(&["--round-robin", "--min-children", "3", "--max-spare", "3"]);
+    wait_until("three children", Duration::from_secs(10), || d.children().len() == 3);
+    for _ in 0..12 {
+        assert_eq!(d.spamc(&["-c"], GTUBE).1, 1);
+    }
+    wait_until("12 result lines", Duration::from_secs(10), || d.serving_pids().len() >= 12);
+    let pids: BTreeSet<u32> = d.serving_pids().into_iter().collect();
+    assert!(pids.len() > 1, "round-robin spreads work over children, got {pids:?}");
+}
+
+#[test]
+fn child_over_timeout_child_is_killed_and_replaced() {
+    let d = Daemon::start(&["--timeout-child", "2", "--timeout-tcp", "30"]);
+    let mut stalled = TcpStream::connect(("127.0.0.1", d.port)).expect("connect");
+    stalled.write_all(b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf").expect("write");
+    wait_until("the stalled child to be killed", Duration::from_secs(10), || d.log_text().contains("over --timeout-child"));
+    let mut rest = Vec::new();
+    let _ = stalled.read_to_end(&mut rest);
+    assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").contains("PONG"), "the master stays up and serves");
+}
