@@ -887,18 +887,7 @@ impl Parser {
             }
             i = if modifiers.is_empty() { i + 1 } else { j };
         }
-        while b.get(i).is_some_and(|&c| is_space(c)) {
-            i += 1;
-        }
-        let negated = match (b.get(i), b.get(i + 1)) {
-            (Some(b'='), Some(b'~')) => false,
-            (Some(b'!'), Some(b'~')) => true,
-            _ => return Err(String::from("invalid header test")),
-        };
-        let pattern_text = trim(rest.get(i + 2..).unwrap_or(""));
-        if pattern_text.is_empty() {
-            return Err(String::from("invalid header test"));
-        }
+        let (negated, pattern_text) = match_test(rest, i, "header")?;
         if let Some(bad) = modifiers.iter().find(|m| !HEADER_MODIFIERS.contains(m)) {
             return Err(format!("invalid header modifier :{bad}"));
         }
@@ -954,18 +943,7 @@ impl Parser {
                 i += 3;
             }
         }
-        while b.get(i).is_some_and(|&c| is_space(c)) {
-            i += 1;
-        }
-        let negated = match (b.get(i), b.get(i + 1)) {
-            (Some(b'='), Some(b'~')) => false,
-            (Some(b'!'), Some(b'~')) => true,
-            _ => return Err(String::from("invalid mimeheader test")),
-        };
-        let pattern_text = trim(rest.get(i + 2..).unwrap_or(""));
-        if pattern_text.is_empty() {
-            return Err(String::from("invalid mimeheader test"));
-        }
+        let (negated, pattern_text) = match_test(rest, i, "mimeheader")?;
         let (pattern_text, if_unset) = split_if_unset(pattern_text);
         let mut pattern = make_pattern(pattern_text)?;
         if negated {
@@ -2119,6 +2097,24 @@ pub fn parse_str(name: &str, text: &str) -> Result<Config, ParseError> {
     let mut p = Parser::new();
     p.parse_file(name, text.as_bytes(), &mut NoIncludes)?;
     Ok(p.finish())
+}
+
+/// After a header name at byte `i` of `rest`: `=~ /re/` or `!~ /re/` gives (negated, pattern text).
+fn match_test<'r>(rest: &'r str, mut i: usize, what: &str) -> Result<(bool, &'r str), String> {
+    let b = rest.as_bytes();
+    while b.get(i).is_some_and(|&c| is_space(c)) {
+        i += 1;
+    }
+    let negated = match (b.get(i), b.get(i + 1)) {
+        (Some(b'='), Some(b'~')) => false,
+        (Some(b'!'), Some(b'~')) => true,
+        _ => return Err(format!("invalid {what} test")),
+    };
+    let pattern_text = trim(rest.get(i + 2..).unwrap_or(""));
+    if pattern_text.is_empty() {
+        return Err(format!("invalid {what} test"));
+    }
+    Ok((negated, pattern_text))
 }
 
 /// The operator starting with `c` (followed by `next`) in `if` and `meta` expressions.
