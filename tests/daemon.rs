@@ -469,3 +469,26 @@ fn child_over_timeout_child_is_killed_and_replaced() {
     let _ = stalled.read_to_end(&mut rest);
     assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").contains("PONG"), "the master stays up and serves");
 }
+
+#[test]
+fn sigterm_stops_master_and_children() {
+    let mut d = Daemon::start(&[]);
+    let children = d.children();
+    assert!(!children.is_empty());
+    d.signal("TERM");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = d.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "master did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "master exits 0: {status:?}");
+    assert!(d.log_text().contains("server stopped"));
+    for c in children {
+        let gone = !std::path::Path::new(&format!("/proc/{c}")).exists()
+            || std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|s| s.contains(") Z "));
+        assert!(gone, "child {c} still running");
+    }
+}
