@@ -342,7 +342,7 @@ fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<B
                 .match_kind(MatchKind::LeftmostFirst)
                 .minimize(false)
                 .dfa_size_limit(Some(DENSE_LIMIT))
-                .determinize_size_limit(Some(DENSE_LIMIT * 4)),
+                .determinize_size_limit(Some(DENSE_LIMIT)),
         )
         .build_from_nfa(&nfa);
     let matcher = match dense {
