@@ -684,6 +684,8 @@ mod tests {
             ("header H From:addr =~ /^deals\\@pharma\\.example$/", &["H"]),
             ("header H From:name =~ /^Cheap Meds$/", &["H"]),
             ("header H ToCc =~ /you\\@example/", &["H"]),
+            ("header H exists:ToCc", &["H"]),
+            ("header H exists:MESSAGEID", &["H"]),
             ("header H MESSAGEID =~ /abc\\@pharma/", &["H"]),
             ("header H ALL =~ /^To: you/m", &["H"]),
             ("body __A /viagra/i\nbody __B /friend/\nmeta M __A && __B", &["M"]),

@@ -860,7 +860,7 @@ impl Parser {
                 return Err(format!("invalid header name {}", quote(field)));
             }
             let rule = HeaderRule {
-                field: HeaderField::Named(field.to_string()),
+                field: header_field(field),
                 form: HeaderForm::Decoded,
                 test: HeaderTest::Exists,
                 if_unset: None,
@@ -908,12 +908,7 @@ impl Parser {
         if let Some(other) = modifiers.iter().find(|m| !matches!(**m, "raw" | "addr" | "name")) {
             pattern.translated = Err(Unsupported::Construct(format!("header modifier :{other}")));
         }
-        let field = match field {
-            "ALL" => HeaderField::All,
-            "MESSAGEID" => HeaderField::MessageId,
-            f if f.eq_ignore_ascii_case("ToCc") => HeaderField::ToCc,
-            f => HeaderField::Named(f.to_string()),
-        };
+        let field = header_field(field);
         let test = if negated { HeaderTest::NotMatches(pattern) } else { HeaderTest::Matches(pattern) };
         let rule = HeaderRule { field, form, test, if_unset: if_unset.map(String::from) };
         self.define(name, RuleKind::Header(rule), origin)
@@ -2097,6 +2092,16 @@ pub fn parse_str(name: &str, text: &str) -> Result<Config, ParseError> {
     let mut p = Parser::new();
     p.parse_file(name, text.as_bytes(), &mut NoIncludes)?;
     Ok(p.finish())
+}
+
+/// The header(s) a field name in a header rule stands for, pseudo-headers included.
+fn header_field(name: &str) -> HeaderField {
+    match name {
+        "ALL" => HeaderField::All,
+        "MESSAGEID" => HeaderField::MessageId,
+        f if f.eq_ignore_ascii_case("ToCc") => HeaderField::ToCc,
+        f => HeaderField::Named(f.to_string()),
+    }
 }
 
 /// After a header name at byte `i` of `rest`: `=~ /re/` or `!~ /re/` gives (negated, pattern text).
