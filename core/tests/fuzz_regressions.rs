@@ -47,3 +47,12 @@ fn every_target_runs_on_trivial_inputs() {
         }
     }
 }
+
+/// Runs one input by hand: `FUZZ_REPLAY=target:path cargo test --test fuzz_regressions replay_one -- --nocapture`.
+#[test]
+fn replay_one() {
+    let Ok(spec) = std::env::var("FUZZ_REPLAY") else { return };
+    let (target, path) = spec.split_once(':').unwrap_or(("", ""));
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    assert!(entries::run(target, &data), "no target {target}");
+}

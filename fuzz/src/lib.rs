@@ -304,13 +304,21 @@ struct ShellChild {
     /// Connections it took and has not finished.
     holding: u32,
     told_to_go: bool,
+    /// Sent SIGKILL: whatever it still writes races the kill.
+    killed: bool,
+    /// Has sent its first record.
+    ready: bool,
+    /// Ordered when no connection was waiting: it will find nothing and say `NoVerdict`.
+    spurious: bool,
 }
 
-/// A fake shell that keeps the contract, driven by fuzz bytes, with hostile children
-/// (any record at any time). Asserts: never more processes than `max_children`, at
-/// most one order outstanding, accept orders only to children the policy had idle,
-/// and never an order without a pending connection of its own (no connection
-/// handed to two children).
+/// A fake shell that keeps the contract, driven by fuzz bytes, with children that
+/// follow the protocol or, when the bytes say so, are hostile (any record at any
+/// time, bad records, unknown pids). Asserts: never more processes than
+/// `max_children`, at most one order outstanding, accept orders only to children
+/// the policy had idle and not retired, every connection taken by one child only,
+/// and, while all children are honest, never an order without a pending connection
+/// of its own.
 pub fn prefork(data: &[u8]) {
     let mut bytes = data.iter().copied();
     let mut next = move || bytes.next();
@@ -339,7 +347,13 @@ pub fn prefork(data: &[u8]) {
     let mut assigned: BTreeSet<u64> = BTreeSet::new();
     let mut next_conn: u64 = 0;
     let mut exited = false;
+    // No hostile input so far: every record followed the child protocol.
+    let mut honest = true;
     let mut events: Vec<Event> = vec![Event::Tick { now_ms: 0 }];
+    let trace = std::env::var_os("SIFT_FUZZ_TRACE").is_some();
+    if trace {
+        eprintln!("{config:?} fd_passing={fd_passing}");
+    }
 
     let pick = |children: &BTreeMap<u32, ShellChild>, sel: u8| -> Option<u32> {
         if children.is_empty() {
@@ -358,6 +372,9 @@ pub fn prefork(data: &[u8]) {
                 .collect();
             let outstanding_before = policy.orders_outstanding();
             policy.on(event, &mut actions);
+            if trace {
+                eprintln!("{event:?} -> {:?} (backlog {backlog})", actions.as_slice());
+            }
             let list: Vec<Action> = actions.as_slice().to_vec();
             for action in list {
                 match action {
@@ -369,12 +386,17 @@ pub fn prefork(data: &[u8]) {
                         assert!(!config.round_robin, "order in round-robin mode");
                         assert_eq!(outstanding_before, 0, "second order while one is outstanding");
                         let ordered = children.values().filter(|c| c.ordered).count();
-                        assert!(backlog > ordered, "order without a connection (backlog {backlog}, ordered {ordered})");
+                        // With honest children every order has a connection of its own; after
+                        // hostile records the policy may order in vain (the child finds nothing).
+                        let real = backlog > ordered;
+                        assert!(real || !honest, "order without a connection (backlog {backlog}, ordered {ordered})");
                         let child = children.get_mut(&pid);
                         assert!(child.is_some(), "order to unknown pid {pid}");
                         if let Some(child) = child {
                             assert!(!child.told_to_go, "order to {pid} after retire/kill");
-                            if fd_passing {
+                            if !real {
+                                child.spurious = true;
+                            } else if fd_passing {
                                 backlog -= 1;
                                 assert!(assigned.insert(next_conn), "connection assigned twice");
                                 next_conn += 1;
@@ -385,9 +407,15 @@ pub fn prefork(data: &[u8]) {
                             }
                         }
                     }
-                    Action::Retire { pid } | Action::Kill { pid } => {
+                    Action::Retire { pid } => {
                         if let Some(child) = children.get_mut(&pid) {
                             child.told_to_go = true;
+                        }
+                    }
+                    Action::Kill { pid } => {
+                        if let Some(child) = children.get_mut(&pid) {
+                            child.told_to_go = true;
+                            child.killed = true;
                         }
                     }
                     Action::Exit => {
@@ -424,14 +452,30 @@ pub fn prefork(data: &[u8]) {
                 // A child writes a record: mostly the honest next one, sometimes anything.
                 let Some(pid) = pick(&children, arg) else { continue };
                 let Some(child) = children.get_mut(&pid) else { continue };
-                let kind = match (op / 12) % 4 {
-                    _ if child.ordered && !fd_passing && arg & 0x80 == 0 => RecordKind::Busy,
-                    _ if child.holding > 0 && arg & 0x40 == 0 => RecordKind::Served,
-                    0 => RecordKind::Ready,
-                    1 => RecordKind::Busy,
-                    2 => RecordKind::Served,
-                    _ => RecordKind::NoVerdict,
+                let honest_kind = if !child.ready {
+                    Some(RecordKind::Ready)
+                } else if child.spurious {
+                    Some(RecordKind::NoVerdict)
+                } else if child.ordered && !fd_passing {
+                    Some(RecordKind::Busy)
+                } else if child.holding > 0 {
+                    Some(RecordKind::Served)
+                } else {
+                    None
                 };
+                let kind = match honest_kind {
+                    Some(k) if arg & 0x80 == 0 && !child.killed => k,
+                    _ => {
+                        honest = false;
+                        match (op / 12) % 4 {
+                            0 => RecordKind::Ready,
+                            1 => RecordKind::Busy,
+                            2 => RecordKind::Served,
+                            _ => RecordKind::NoVerdict,
+                        }
+                    }
+                };
+                child.ready = true;
                 if kind == RecordKind::Busy && child.ordered {
                     child.ordered = false;
                     child.holding += 1;
@@ -440,20 +484,26 @@ pub fn prefork(data: &[u8]) {
                     next_conn += 1;
                 }
                 if matches!(kind, RecordKind::Served | RecordKind::NoVerdict) {
-                    child.holding = child.holding.saturating_sub(1);
+                    if child.spurious {
+                        child.spurious = false;
+                    } else {
+                        child.holding = child.holding.saturating_sub(1);
+                    }
                 }
-                child.seq = if arg & 0x20 != 0 { u32::from(arg) } else { child.seq.wrapping_add(1) };
+                if arg & 0x20 != 0 {
+                    honest = false;
+                    child.seq = u32::from(arg);
+                } else {
+                    child.seq = child.seq.wrapping_add(1);
+                }
                 let record = Record::new(kind, pid, child.seq);
                 events.push(Event::Record { pid, record });
             }
             5 => {
                 // A child exits: one told to go, or a crash.
                 let Some(pid) = pick(&children, arg) else { continue };
-                if let Some(child) = children.remove(&pid) {
-                    if child.ordered {
-                        // It never took the connection: still in the backlog.
-                    }
-                }
+                // An ordered child that never took its connection leaves it in the backlog.
+                children.remove(&pid);
                 events.push(Event::Exited { pid });
             }
             6 | 7 => {
@@ -466,12 +516,14 @@ pub fn prefork(data: &[u8]) {
             }
             8 => {
                 let Some(pid) = pick(&children, arg) else { continue };
+                honest = false;
                 events.push(Event::BadRecord { pid });
             }
             9 => events.push(Event::Shutdown),
             10 => events.push(Event::Reload),
             _ => {
                 // Events about pids the policy never saw must be harmless.
+                honest = false;
                 let pid = 1 + u32::from(arg);
                 let record = Record::new(RecordKind::Ready, pid, 1);
                 events.push(if arg & 1 == 0 { Event::Exited { pid } } else { Event::Record { pid, record } });
