@@ -168,6 +168,19 @@ struct Shared<'a> {
     round_robin: bool,
 }
 
+impl<'a> Shared<'a> {
+    /// What children of this rule set need: built at start and again on every reload.
+    fn new(rules: &'a RuleSet, o: &DaemonOptions, hostname: &str) -> Self {
+        Shared {
+            rules,
+            settings: RewriteSettings::from_config(rules.settings()),
+            hostname: hostname.to_string(),
+            limits: RequestLimits { max_head: MAX_HEAD, max_body: o.max_size },
+            round_robin: o.round_robin,
+        }
+    }
+}
+
 /// Runs the daemon until SIGTERM/SIGINT; returns the exit status.
 pub fn run(options: &crate::cli::Options, platform: &dyn Platform) -> i32 {
     let o = &options.daemon;
@@ -255,13 +268,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         stats_file: o.stats_file.clone(),
         last_stats: 0,
     };
-    let mut shared = Shared {
-        rules: &rules,
-        settings: RewriteSettings::from_config(rules.settings()),
-        hostname: hostname.clone(),
-        limits: RequestLimits { max_head: MAX_HEAD, max_body: o.max_size },
-        round_robin: o.round_robin,
-    };
+    let mut shared = Shared::new(&rules, o, &hostname);
     let code = loop {
         match master.turn(&mut policy, &shared) {
             Turn::Continue => {}
@@ -272,13 +279,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
                     Ok(new) => {
                         drop(shared);
                         rules = new;
-                        shared = Shared {
-                            rules: &rules,
-                            settings: RewriteSettings::from_config(rules.settings()),
-                            hostname: hostname.clone(),
-                            limits: RequestLimits { max_head: MAX_HEAD, max_body: o.max_size },
-                            round_robin: o.round_robin,
-                        };
+                        shared = Shared::new(&rules, o, &hostname);
                         log.info(&format!("reloaded rules: {} defined", rules.rule_count()));
                         master.act(&mut policy, &shared, Event::Reload);
                     }
