@@ -6,8 +6,10 @@
 pub mod access;
 pub mod cli;
 pub mod daemon;
+pub mod entry;
 pub mod json;
 pub mod lint;
+pub mod listen;
 pub mod log;
 pub mod load;
 pub mod scan;

@@ -1,0 +1,54 @@
+//! The `siftd` program as every shell runs it: `--lint`, `scan` or the daemon. A shell's
+//! `main` only supplies its [`Platform`].
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use sift_core::rules::{Config, RuleSet};
+
+use crate::cli::{Command, Options};
+use crate::daemon::{self, Platform};
+use crate::load::{load_config, RuleSources};
+use crate::{exit, lint, scan};
+
+/// Parses the command line and runs what it asks for; returns the process exit status.
+pub fn main(platform: &dyn Platform) -> ExitCode {
+    let code = run(Options::parse(), platform);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn compile(sources: &RuleSources) -> Result<(Config, RuleSet), i32> {
+    let config = load_config(sources).map_err(|e| {
+        eprintln!("siftd: {e}");
+        exit::CONFIG
+    })?;
+    let rules = RuleSet::compile(&config).map_err(|e| {
+        eprintln!("siftd: {e}");
+        exit::CONFIG
+    })?;
+    Ok((config, rules))
+}
+
+fn run(options: Options, platform: &dyn Platform) -> i32 {
+    let sources = options.rule_sources();
+    if options.lint {
+        return match compile(&sources) {
+            Ok((config, rules)) => {
+                let report = if options.json { lint::json(&config, &rules) } else { lint::text(&config, &rules) };
+                print!("{report}");
+                0
+            }
+            Err(code) => code,
+        };
+    }
+    match &options.command {
+        Some(Command::Scan { files }) => match compile(&sources) {
+            Ok((_, rules)) => {
+                let format = if options.json { scan::Format::Json } else { scan::Format::Text };
+                scan::run(&rules, files, format)
+            }
+            Err(code) => code,
+        },
+        None => daemon::run(&options, platform),
+    }
+}
