@@ -11,6 +11,7 @@ use regex_automata::dfa::Automaton;
 use regex_automata::{hybrid, Input};
 
 use crate::msg::{self, Limits, Message, MessageBuffers};
+use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::{HeaderField, HeaderForm, MetaOp, RuleSet};
 use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, RuleType, TargetProgram};
 use crate::score::Score;
@@ -32,11 +33,10 @@ pub struct Scratch {
     pattern_first: Vec<u32>,
     pattern_last: Vec<u32>,
     candidates: Vec<u32>,
-    all_headers: Vec<u8>,
-    target: Vec<u8>,
-    names: NameScratch,
+    header_text: HeaderText,
     meta_stack: Vec<f64>,
     caches: Vec<hybrid::dfa::Cache>,
+    eval: EvalScratch,
 }
 
 impl Scratch {
@@ -65,11 +65,14 @@ impl Scratch {
             pattern_first: alloc::vec![0; pats],
             pattern_last: alloc::vec![0; pats],
             candidates: Vec::with_capacity(pats),
-            all_headers: Vec::with_capacity(4096),
-            target: Vec::with_capacity(1024),
-            names: NameScratch::default(),
+            header_text: HeaderText {
+                all: Vec::with_capacity(4096),
+                target: Vec::with_capacity(1024),
+                names: NameScratch::default(),
+            },
             meta_stack: Vec::with_capacity(rules.meta_stack),
             caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
+            eval: EvalScratch::default(),
         }
     }
 }
@@ -146,6 +149,7 @@ impl RuleSet {
         let Scratch { msg: bufs, .. } = scratch;
         let message = Message::parse(raw, bufs);
         let overflow = message.overflow();
+        scratch.eval.prepare(&message, &self.eval_data);
         let mut state = ScanState {
             rules: self,
             counts: &mut scratch.counts,
@@ -163,12 +167,14 @@ impl RuleSet {
             candidates: &mut scratch.candidates,
             lazy: Lazy { dfas: &self.lazy_dfas, caches: &mut scratch.caches },
         };
-        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.all_headers, &mut scratch.names, &mut scratch.target);
+        let eval = &mut scratch.eval;
+        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval);
         run_lines(&self.body, message.body(), &mut state, &mut lines);
         run_lines(&self.rawbody, message.rawbody(), &mut state, &mut lines);
         run_lines(&self.uri, message.uris(), &mut state, &mut lines);
         run_whole(&self.full, message.raw(), &mut state, &mut lines);
         self.scan_mimeheaders(&message, &mut state, &mut lines.lazy);
+        self.run_evals(&message, &mut state, eval);
         scratch.epoch = lines.epoch;
         self.run_metas(&mut state, &mut scratch.meta_stack);
 
@@ -203,13 +209,13 @@ impl RuleSet {
         message: &Message<'_>,
         state: &mut ScanState<'_>,
         lines: &mut LineScratch<'_>,
-        all_headers: &mut Vec<u8>,
-        names: &mut NameScratch,
-        target: &mut Vec<u8>,
+        text: &mut HeaderText,
+        eval: &EvalScratch,
     ) {
         if self.headers.is_empty() {
             return;
         }
+        let HeaderText { all: all_headers, target, names } = text;
         // The decoded header block: the `ALL` target and, with the raw block, the prefilter's haystack.
         all_headers.clear();
         for h in message.headers() {
@@ -241,7 +247,7 @@ impl RuleSet {
             }
             if built_for != Some(check.target) {
                 present = match self.header_targets.get(check.target as usize) {
-                    Some(t) => build_header_target(message, &t.field, t.form, all_headers, names, target),
+                    Some(t) => build_header_target(message, &t.field, t.form, all_headers, names, target, eval),
                     None => false,
                 };
                 built_for = Some(check.target);
@@ -275,6 +281,18 @@ impl RuleSet {
                     break;
                 }
             }
+            state.add(check.rule, n);
+        }
+    }
+
+    fn run_evals(&self, message: &Message<'_>, state: &mut ScanState<'_>, eval: &mut EvalScratch) {
+        if self.evals.is_empty() {
+            return;
+        }
+        let EvalScratch { relays, tests } = eval;
+        let cx = EvalContext { message, data: &self.eval_data, relays };
+        for check in &self.evals {
+            let n = check.test.run(&cx, tests).min(state.max_hits(check.rule));
             state.add(check.rule, n);
         }
     }
@@ -357,8 +375,14 @@ fn build_header_target(
     all_headers: &[u8],
     names: &mut NameScratch,
     out: &mut Vec<u8>,
+    eval: &EvalScratch,
 ) -> bool {
     out.clear();
+    if let HeaderField::Named(name) = field {
+        if let Some(present) = eval.relays.pseudo_header(name.as_bytes(), out) {
+            return present;
+        }
+    }
     let mut present = false;
     let mut push = |value: &[u8], out: &mut Vec<u8>| {
         if present {
@@ -419,6 +443,13 @@ fn build_header_target(
         }
     }
     present
+}
+
+/// Header texts rules read: the decoded block, one target, display names.
+struct HeaderText {
+    all: Vec<u8>,
+    target: Vec<u8>,
+    names: NameScratch,
 }
 
 /// Buffers for decoding display names (`:name`).

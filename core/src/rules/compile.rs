@@ -12,8 +12,9 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{hybrid, MatchKind};
 
+use super::eval::{EvalData, EvalError, EvalTest};
 use super::{
-    literal, Config, EvalOn, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
+    literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
 };
 use crate::score::Score;
 
@@ -115,8 +116,8 @@ pub enum DisabledReason {
     Regex(super::perl::Unsupported),
     /// The translated regex did not build.
     Build(String),
-    /// An `eval:` function sift does not implement.
-    Eval(String),
+    /// An `eval:` function sift does not implement, or whose arguments it does not understand.
+    Eval(EvalError),
     /// A meta expression that refers to itself, directly or not.
     MetaCycle,
     /// A meta expression nested too deeply.
@@ -128,7 +129,7 @@ impl fmt::Display for DisabledReason {
         match self {
             DisabledReason::Regex(u) => write!(f, "regex: {u}"),
             DisabledReason::Build(e) => write!(f, "regex does not compile: {e}"),
-            DisabledReason::Eval(name) => write!(f, "eval function {name} not implemented"),
+            DisabledReason::Eval(e) => write!(f, "{e}"),
             DisabledReason::MetaCycle => f.write_str("meta expression depends on itself"),
             DisabledReason::MetaTooDeep => f.write_str("meta expression nested too deeply"),
         }
@@ -281,6 +282,12 @@ pub(crate) struct MetaProgram {
     pub(crate) steps: Vec<MetaStep>,
 }
 
+/// An eval rule and its native test.
+pub(crate) struct EvalCheck {
+    pub(crate) rule: u32,
+    pub(crate) test: EvalTest,
+}
+
 /// A compiled, immutable rule set. Built once; scans borrow it shared.
 pub struct RuleSet {
     pub(crate) id: u32,
@@ -297,6 +304,9 @@ pub struct RuleSet {
     pub(crate) header_literal_count: usize,
     pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
     pub(crate) metas: Vec<MetaProgram>,
+    /// Native eval tests, run once per message before the metas.
+    pub(crate) evals: Vec<EvalCheck>,
+    pub(crate) eval_data: EvalData,
     pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
     pub(crate) max_literals: usize,
     pub(crate) max_patterns: usize,
@@ -435,6 +445,8 @@ impl RuleSet {
             header_literal_count: 0,
             mimeheaders: Vec::new(),
             metas: Vec::new(),
+            evals: Vec::new(),
+            eval_data: EvalData::new(config),
             lazy_dfas: Vec::new(),
             max_literals: 0,
             max_patterns: 0,
@@ -608,9 +620,12 @@ impl RuleSet {
                 Ok(())
             }
             RuleKind::Meta(_) => Ok(()),
-            RuleKind::Eval { on, function, .. } => {
-                let _: EvalOn = *on;
-                Err(DisabledReason::Eval(function.clone()))
+            RuleKind::Eval { on, function, args } => {
+                let test = EvalTest::parse(*on, function, args, &self.eval_data).map_err(DisabledReason::Eval)?;
+                if active {
+                    self.evals.push(EvalCheck { rule, test });
+                }
+                Ok(())
             }
         }
     }

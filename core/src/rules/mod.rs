@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use crate::score::Score;
 
 pub mod cf;
+pub mod eval;
 pub mod perl;
 
 /// The default rule set written by this project, compiled into every binary.
