@@ -1,0 +1,85 @@
+//! Scan throughput and startup cost with the stock SpamAssassin rules, on one core.
+//! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_PASSES: timed passes,
+//! SIFT_BENCH_RULES / SIFT_BENCH_SITE: rule directories, default the Debian ones).
+
+use std::fs;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use sift_core::msg::{Limits, Message, MessageBuffers};
+use sift_core::rules::RuleSet;
+use sift_core::scan::Scratch;
+use siftd_common::load::{load_config, RuleSources};
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
+    let Ok(groups) = fs::read_dir(&root) else {
+        println!("SKIP: corpus not found at {}", root.display());
+        return;
+    };
+    let rules_dir = PathBuf::from(std::env::var("SIFT_BENCH_RULES").unwrap_or_else(|_| "/usr/share/spamassassin".into()));
+    let site_dir = PathBuf::from(std::env::var("SIFT_BENCH_SITE").unwrap_or_else(|_| "/etc/spamassassin".into()));
+    if !rules_dir.is_dir() {
+        println!("SKIP: stock rules not found at {} (apt-get install spamassassin)", rules_dir.display());
+        return;
+    }
+    let mut paths: Vec<PathBuf> = groups
+        .filter_map(|g| g.ok())
+        .filter(|g| g.path().is_dir())
+        .flat_map(|g| fs::read_dir(g.path()).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
+        .collect();
+    paths.sort();
+    let messages: Vec<Vec<u8>> = paths.iter().filter_map(|p| fs::read(p).ok()).collect();
+    let raw_bytes: usize = messages.iter().map(Vec::len).sum();
+
+    let sources = RuleSources { config_paths: vec![rules_dir], site_path: site_dir.is_dir().then_some(site_dir) };
+    let started = Instant::now();
+    let config = match load_config(&sources) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("SKIP: stock rules do not load: {e}");
+            return;
+        }
+    };
+    let parse_time = started.elapsed();
+    let started = Instant::now();
+    let rules = match RuleSet::compile(&config) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("FAIL: stock rules do not compile: {e}");
+            std::process::exit(1);
+        }
+    };
+    let compile_time = started.elapsed();
+
+    let mut bufs = MessageBuffers::new(Limits::default());
+    let mut rendered = 0usize;
+    let started = Instant::now();
+    for m in &messages {
+        let msg = Message::parse(m, &mut bufs);
+        rendered += msg.body().len() + msg.rawbody().len() + msg.uris().len();
+    }
+    let parse_secs = started.elapsed().as_secs_f64();
+
+    let mut scratch = Scratch::new(&rules);
+    for m in &messages {
+        let _ = rules.scan(m, &mut scratch);
+    }
+    let passes: usize = std::env::var("SIFT_BENCH_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let started = Instant::now();
+    let mut spam = 0usize;
+    for _ in 0..passes {
+        for m in &messages {
+            spam += usize::from(rules.scan(m, &mut scratch).is_spam());
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let n = (messages.len() * passes) as f64;
+    let summary = rules.summary();
+    println!("corpus: {} messages, {:.1} MB raw, {:.1} MB rendered text (body+rawbody+uri)", messages.len(), raw_bytes as f64 / 1e6, rendered as f64 / 1e6);
+    println!("rules: stock, {} defined; read+parse {:.1} ms, compile {:.1} ms", rules.rule_count(), parse_time.as_secs_f64() * 1e3, compile_time.as_secs_f64() * 1e3);
+    let _ = summary;
+    println!("message parse+render only: {:.0} messages/s, {:.1} MB/s rendered", messages.len() as f64 / parse_secs, rendered as f64 / parse_secs / 1e6);
+    println!("scan (one core, {passes} passes): {:.0} messages/s, {:.1} MB/s raw, {:.1} MB/s rendered, {:.1} us/message", n / secs, raw_bytes as f64 * passes as f64 / secs / 1e6, rendered as f64 * passes as f64 / secs / 1e6, secs / n * 1e6);
+    println!("verdicts: {} spam of {} per pass", spam / passes, messages.len());
+}
