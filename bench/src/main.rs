@@ -41,6 +41,12 @@ struct Options {
     /// CHECK, SYMBOLS, REPORT, PROCESS or PING.
     #[arg(long, default_value = "CHECK", value_parser = parse_command)]
     command: Command,
+    /// Send the messages in path order instead of a fixed shuffled order.
+    #[arg(long)]
+    sorted: bool,
+    /// Seed of the shuffled order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Send `User: NAME` with each request.
     #[arg(short = 'u', long)]
     user: Option<String>,
@@ -85,7 +91,10 @@ fn run(options: &Options) -> Result<u8, String> {
         warmup: seconds(options.warmup, "--warmup")?,
         timeout: seconds(options.timeout, "--timeout")?,
     };
-    let corpus = Corpus::load(&options.corpus).map_err(|e| e.to_string())?;
+    let mut corpus = Corpus::load(&options.corpus).map_err(|e| e.to_string())?;
+    if !options.sorted {
+        corpus.shuffle(options.seed);
+    }
     if !options.json {
         println!("corpus: {} messages, {:.1} MB", corpus.messages.len(), corpus.bytes() as f64 / 1e6);
     }

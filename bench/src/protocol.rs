@@ -218,7 +218,9 @@ mod tests {
 
     #[test]
     fn requests() {
-        let cases: &[(Command, Option<&str>, &[u8], &[u8])] = &[
+        // (command, user, message, request)
+        type Case = (Command, Option<&'static str>, &'static [u8], &'static [u8]);
+        let cases: &[Case] = &[
             (Command::Check, None, b"Subject: x\r\n\r\nhi\r\n", b"CHECK SPAMC/1.5\r\nContent-length: 18\r\n\r\nSubject: x\r\n\r\nhi\r\n"),
             (Command::Symbols, Some("bench"), b"x", b"SYMBOLS SPAMC/1.5\r\nContent-length: 1\r\nUser: bench\r\n\r\nx"),
             (Command::Process, None, b"", b"PROCESS SPAMC/1.5\r\nContent-length: 0\r\n\r\n"),
