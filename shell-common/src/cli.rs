@@ -254,7 +254,8 @@ spamc \-c < message.eml
     fn man_page() -> Vec<u8> {
         let man = clap_mangen::Man::new(Options::command()).section("8").manual("System Manager's Manual");
         let mut out = Vec::new();
-        let parts: [fn(&clap_mangen::Man, &mut dyn std::io::Write) -> std::io::Result<()>; 5] = [
+        type Render = fn(&clap_mangen::Man, &mut dyn std::io::Write) -> std::io::Result<()>;
+        let parts: [Render; 5] = [
             clap_mangen::Man::render_title,
             clap_mangen::Man::render_name_section,
             clap_mangen::Man::render_synopsis_section,

@@ -155,10 +155,17 @@ const FIRST_PASSED_FD: RawFd = 3;
 /// More passed fds than this is a broken environment, not a configuration.
 const MAX_PASSED_FDS: usize = 256;
 
-/// Which fds a service manager passed, with their names: from `LISTEN_PID`, `LISTEN_FDS`
-/// and `LISTEN_FDNAMES` as systemd sets them (`sd_listen_fds(3)`). `None` when the
+/// One fd a service manager passed, with its `LISTEN_FDNAMES` entry.
+#[derive(Debug, PartialEq, Eq)]
+struct PassedFd {
+    fd: RawFd,
+    name: Option<String>,
+}
+
+/// Which fds a service manager passed: from `LISTEN_PID`, `LISTEN_FDS` and
+/// `LISTEN_FDNAMES` as systemd sets them (`sd_listen_fds(3)`). `None` when the
 /// variables are absent or meant for another process.
-fn passed_fds(pid: Option<&str>, count: Option<&str>, names: Option<&str>, our_pid: u32) -> Result<Option<Vec<(RawFd, Option<String>)>>, StartError> {
+fn passed_fds(pid: Option<&str>, count: Option<&str>, names: Option<&str>, our_pid: u32) -> Result<Option<Vec<PassedFd>>, StartError> {
     let Some(pid) = pid else { return Ok(None) };
     let pid: u32 = pid.trim().parse().map_err(|_| StartError::Activation(format!("LISTEN_PID={pid:?} is not a pid")))?;
     if pid != our_pid {
@@ -177,7 +184,7 @@ fn passed_fds(pid: Option<&str>, count: Option<&str>, names: Option<&str>, our_p
         .map(|i| {
             let fd = RawFd::try_from(i).ok().and_then(|i| FIRST_PASSED_FD.checked_add(i));
             let name = names.next().filter(|s| !s.is_empty()).map(str::to_string);
-            fd.map(|fd| (fd, name)).ok_or_else(|| StartError::Activation(format!("LISTEN_FDS={n} overflows")))
+            fd.map(|fd| PassedFd { fd, name }).ok_or_else(|| StartError::Activation(format!("LISTEN_FDS={n} overflows")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(fds))
@@ -221,7 +228,7 @@ pub fn inherited() -> Result<Option<Vec<Listener>>, StartError> {
     let Some(fds) = passed_fds(pid.as_deref(), count.as_deref(), names.as_deref(), std::process::id())? else {
         return Ok(None);
     };
-    fds.into_iter().map(|(fd, name)| adopt(fd, name.as_deref())).collect::<Result<Vec<_>, _>>().map(Some)
+    fds.into_iter().map(|p| adopt(p.fd, p.name.as_deref())).collect::<Result<Vec<_>, _>>().map(Some)
 }
 
 #[cfg(test)]
@@ -255,24 +262,25 @@ mod tests {
     #[test]
     fn activation_variables() {
         type Want = Result<Option<Vec<(RawFd, Option<&'static str>)>>, ()>;
-        let cases: &[(Option<&str>, Option<&str>, Option<&str>, Want)] = &[
-            (None, None, None, Ok(None)),
-            (None, Some("2"), None, Ok(None)),
-            (Some("41"), Some("2"), None, Ok(None)), // meant for another process
-            (Some("42"), None, None, Ok(None)),
-            (Some("42"), Some("0"), None, Ok(None)),
-            (Some("42"), Some("1"), None, Ok(Some(vec![(3, None)]))),
-            (Some("42"), Some("2"), Some("tcp:unix"), Ok(Some(vec![(3, Some("tcp")), (4, Some("unix"))]))),
-            (Some("42"), Some("3"), Some("a::c"), Ok(Some(vec![(3, Some("a")), (4, None), (5, Some("c"))]))),
-            (Some("42"), Some("2"), Some("only-one"), Ok(Some(vec![(3, Some("only-one")), (4, None)]))),
-            (Some("x"), Some("1"), None, Err(())),
-            (Some("42"), Some("-1"), None, Err(())),
-            (Some("42"), Some("many"), None, Err(())),
-            (Some("42"), Some("100000"), None, Err(())),
+        type Vars = (Option<&'static str>, Option<&'static str>, Option<&'static str>);
+        let cases: &[(Vars, Want)] = &[
+            ((None, None, None), Ok(None)),
+            ((None, Some("2"), None), Ok(None)),
+            ((Some("41"), Some("2"), None), Ok(None)), // meant for another process
+            ((Some("42"), None, None), Ok(None)),
+            ((Some("42"), Some("0"), None), Ok(None)),
+            ((Some("42"), Some("1"), None), Ok(Some(vec![(3, None)]))),
+            ((Some("42"), Some("2"), Some("tcp:unix")), Ok(Some(vec![(3, Some("tcp")), (4, Some("unix"))]))),
+            ((Some("42"), Some("3"), Some("a::c")), Ok(Some(vec![(3, Some("a")), (4, None), (5, Some("c"))]))),
+            ((Some("42"), Some("2"), Some("only-one")), Ok(Some(vec![(3, Some("only-one")), (4, None)]))),
+            ((Some("x"), Some("1"), None), Err(())),
+            ((Some("42"), Some("-1"), None), Err(())),
+            ((Some("42"), Some("many"), None), Err(())),
+            ((Some("42"), Some("100000"), None), Err(())),
         ];
-        for (pid, count, names, want) in cases {
+        for ((pid, count, names), want) in cases {
             let got = passed_fds(*pid, *count, *names, 42).map_err(drop);
-            let want = want.clone().map(|o| o.map(|v| v.into_iter().map(|(fd, n)| (fd, n.map(str::to_string))).collect::<Vec<_>>()));
+            let want = want.clone().map(|o| o.map(|v| v.into_iter().map(|(fd, n)| PassedFd { fd, name: n.map(str::to_string) }).collect::<Vec<_>>()));
             assert_eq!(got, want, "LISTEN_PID={pid:?} LISTEN_FDS={count:?} LISTEN_FDNAMES={names:?}");
         }
     }
