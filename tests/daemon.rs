@@ -91,7 +91,7 @@ impl Daemon {
         self.log_text()
             .lines()
             .filter(|l| l.contains("]: result: "))
-            .filter_map(|l| l.strip_prefix("siftd[")?.split(']').next()?.parse().ok())
+            .filter_map(|l| l.split_once("siftd[")?.1.split(']').next()?.parse().ok())
             .collect()
     }
 }

@@ -568,3 +568,24 @@ pub fn rfc2822_now() -> String {
         tm.tm_sec
     )
 }
+
+/// Takes ownership of a listening stream socket this process inherited (systemd's
+/// socket activation passes them from fd 3 on) and marks it close-on-exec. Refuses an
+/// fd that is not a listening stream socket, so a wrong `LISTEN_FDS` cannot make us
+/// adopt a file or the syslog socket.
+pub fn adopt_listener(fd: RawFd) -> io::Result<OwnedFd> {
+    for (option, want) in [(libc::SO_TYPE, libc::SOCK_STREAM), (libc::SO_ACCEPTCONN, 1)] {
+        let mut value: libc::c_int = 0;
+        let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: value and len are valid out-pointers and len is value's size.
+        syscall!(getsockopt(fd, libc::SOL_SOCKET, option, (&mut value as *mut libc::c_int).cast(), &mut len))?;
+        if value != want {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a listening stream socket"));
+        }
+    }
+    let flags = syscall!(fcntl(fd, libc::F_GETFD))?;
+    syscall!(fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC))?;
+    // SAFETY: fd is an open socket (getsockopt succeeded) that this process inherited;
+    // nothing in it owns the fd yet, and the caller adopts each inherited fd once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
