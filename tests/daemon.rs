@@ -373,6 +373,15 @@ fn stats_file_and_sigusr1_summary() {
     wait_until("the stats file to count the message", Duration::from_secs(12), || {
         std::fs::read_to_string(&stats).is_ok_and(|t| t.lines().any(|l| l.starts_with("sift_messages_total") && l.contains("spam") && !l.ends_with(" 0")))
     });
+    // Per-process memory: the master and each child, non-zero resident size.
+    let text = std::fs::read_to_string(&stats).expect("stats file");
+    let resident = |role: &str, pid: u32| {
+        let prefix = format!("sift_process_resident_bytes{{role=\"{role}\",pid=\"{pid}\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(prefix.as_str())?.parse::<u64>().ok())
+    };
+    assert!(resident("master", d.pid()).is_some_and(|b| b > 0), "{text}");
+    let children = d.children();
+    assert!(children.iter().any(|&c| resident("child", c).is_some_and(|b| b > 0)), "children {children:?}: {text}");
     d.signal("USR1");
     wait_until("a statistics line in the log", Duration::from_secs(5), || d.log_text().lines().count() >= 3 && d.log_text().contains("messages"));
     let _ = std::fs::remove_file(&stats);
@@ -491,4 +500,14 @@ fn sigterm_stops_master_and_children() {
             || std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|s| s.contains(") Z "));
         assert!(gone, "child {c} still running");
     }
+}
+
+#[test]
+#[cfg(not(target_os = "freebsd"))]
+fn accept_filter_is_logged_and_ignored_off_freebsd() {
+    let d = Daemon::start(&["--accept-filter", "dataready"]);
+    assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").starts_with("SPAMD/1.5 0 PONG"));
+    assert!(d.log_text().contains("--accept-filter dataready: this system has no accept filters, ignored"), "{}", d.log_text());
+    let refused = common::siftd().args(["--accept-filter", "httpready", "-s", "stderr"]).output().expect("run siftd");
+    assert_eq!(refused.status.code(), Some(2), "clap refuses other filter names");
 }

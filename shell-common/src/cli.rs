@@ -115,6 +115,10 @@ pub struct DaemonOptions {
     /// Logging: a syslog facility (mail, local0..local7, daemon, user, ...), `stderr`, `null`, or a file path.
     #[arg(short = 's', long = "syslog", value_name = "FACILITY|stderr|null|PATH", default_value = "mail")]
     pub syslog: String,
+    /// FreeBSD only: the kernel holds each TCP connection until its first data arrives
+    /// (accept_filter(9) "dataready", needs accf_data loaded). Logged and ignored elsewhere.
+    #[arg(long = "accept-filter", value_name = "NAME", value_parser = ["dataready"])]
+    pub accept_filter: Option<String>,
     /// Rewrite a Prometheus text file with the statistics every few seconds.
     #[arg(long = "stats-file", value_name = "PATH")]
     pub stats_file: Option<std::path::PathBuf>,

@@ -1,13 +1,15 @@
-//! The daemon: listeners, the master's event loop and the workers. What differs per
-//! OS (parent-death signal, sandbox) comes in through [`Platform`].
+//! The daemon: the master and the workers. What differs per OS (the event loop,
+//! parent-death signal, sandboxes, socket options, memory accounting) comes in through
+//! [`Platform`]; the master's logic exists once, here.
 //!
 //! The master accepts each connection itself and passes it with `SCM_RIGHTS` to the
 //! child the prefork policy picks (the lowest-pid idle one). A child serves one
 //! request per connection and answers with one fixed-size back-channel record.
 
+use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sift_core::prefork::{self, Action, Actions, Event, Policy, Record, RecordKind, RecordReader, ACTIONS_SLACK};
@@ -17,6 +19,7 @@ use sift_core::scan::{Scratch, Verdict};
 
 use crate::access::AccessList;
 use crate::cli::DaemonOptions;
+use crate::events::{EventLoop, PollLoop, Ready};
 use crate::exit;
 use crate::load::{load_rules, RuleSources};
 use crate::listen::{bind_all, Listener};
@@ -27,8 +30,12 @@ use crate::sys;
 const TABLE: usize = 256;
 /// Largest request head.
 const MAX_HEAD: usize = 8 * 1024;
+/// Signals the master acts on: reload, stop, stop, log the statistics.
+const MASTER_SIGNALS: [libc::c_int; 4] = [libc::SIGHUP, libc::SIGTERM, libc::SIGINT, libc::SIGUSR1];
+/// Signals a child must not inherit the master's handling of.
+const CHILD_DEFAULT_SIGNALS: [libc::c_int; 5] = [libc::SIGHUP, libc::SIGTERM, libc::SIGINT, libc::SIGCHLD, libc::SIGUSR1];
 
-/// What a shell supplies for its OS.
+/// What a shell supplies for its OS. Every method but `child_setup` has a portable default.
 pub trait Platform {
     /// Runs in each forked child of `master` before it serves: parent-death signal, sandbox.
     fn child_setup(&self, master: libc::pid_t) -> io::Result<()>;
@@ -38,6 +45,95 @@ pub trait Platform {
     fn sandbox_child(&self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Like [`Platform::sandbox_child`], for a `--round-robin` child, which also accepts
+    /// connections on the listeners itself.
+    fn sandbox_accepting_child(&self) -> io::Result<()> {
+        self.sandbox_child()
+    }
+
+    /// The master's event loop, catching `signals`. Default: poll(2) and a self-pipe.
+    fn event_loop(&self, signals: &[libc::c_int]) -> io::Result<Box<dyn EventLoop>> {
+        Ok(Box::new(PollLoop::new(signals)?))
+    }
+
+    /// Runs on each accepted connection before it is served (e.g. SO_NOSIGPIPE).
+    fn prepare_connection(&self, _conn: RawFd) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Installs the kernel accept filter `name` on a TCP listener; `Ok(false)` where
+    /// the OS has none. Default: none.
+    fn set_accept_filter(&self, _listener: RawFd, _name: &str) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// Runs in the master once setup is done: confines it to `files` and what serving
+    /// needs (unveil). Default: no sandbox.
+    fn sandbox_master(&self, _files: &MasterFiles) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Memory of process `pid`, for the stats file. Default: Linux's /proc/PID/statm.
+    fn process_memory(&self, pid: libc::pid_t) -> io::Result<ProcessMemory> {
+        proc_statm(pid)
+    }
+}
+
+/// Files the master still touches once it serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterFiles {
+    /// Rule directories and files, read again on SIGHUP.
+    pub read: Vec<PathBuf>,
+    /// Files created and replaced (the stats file and its temporary).
+    pub write: Vec<PathBuf>,
+    /// Files removed at exit (pidfile, UNIX sockets).
+    pub remove: Vec<PathBuf>,
+}
+
+/// Memory of one process as the OS accounts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessMemory {
+    /// Resident set size.
+    pub resident_bytes: u64,
+    /// Virtual size.
+    pub virtual_bytes: u64,
+}
+
+/// Reads a process's memory from /proc/PID/statm.
+pub fn proc_statm(pid: libc::pid_t) -> io::Result<ProcessMemory> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/statm"))?;
+    parse_statm(&text, sys::page_size()).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unexpected /proc statm format"))
+}
+
+/// statm's first two fields: total and resident size, in pages.
+fn parse_statm(text: &str, page_size: u64) -> Option<ProcessMemory> {
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let size = fields.next()??;
+    let resident = fields.next()??;
+    Some(ProcessMemory { resident_bytes: resident.checked_mul(page_size)?, virtual_bytes: size.checked_mul(page_size)? })
+}
+
+/// Writes one gauge per process and figure, labelled by role and pid, in Prometheus text.
+fn write_memory_metrics(out: &mut impl fmt::Write, processes: &[(&str, libc::pid_t, ProcessMemory)]) -> fmt::Result {
+    type Figure = fn(&ProcessMemory) -> u64;
+    let figures: [(&str, &str, Figure); 2] = [
+        ("sift_process_resident_bytes", "Resident memory of each siftd process.", |m| m.resident_bytes),
+        ("sift_process_virtual_bytes", "Virtual memory of each siftd process.", |m| m.virtual_bytes),
+    ];
+    for (name, help, figure) in figures {
+        writeln!(out, "# HELP {name} {help}")?;
+        writeln!(out, "# TYPE {name} gauge")?;
+        for (role, pid, memory) in processes {
+            writeln!(out, "{name}{{role=\"{role}\",pid=\"{pid}\"}} {}", figure(memory))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the stats file is written before it is renamed into place.
+fn stats_tmp(path: &Path) -> PathBuf {
+    path.with_extension("tmp")
 }
 
 /// One child as the master sees it.
@@ -54,6 +150,7 @@ struct Shared<'a> {
     hostname: String,
     limits: RequestLimits,
     round_robin: bool,
+    timeout_tcp: u32,
 }
 
 impl<'a> Shared<'a> {
@@ -65,6 +162,7 @@ impl<'a> Shared<'a> {
             hostname: hostname.to_string(),
             limits: RequestLimits { max_head: MAX_HEAD, max_body: o.max_size },
             round_robin: o.round_robin,
+            timeout_tcp: o.timeout_tcp,
         }
     }
 }
@@ -114,6 +212,9 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
     .spamd_adjusted();
     let mut policy = Policy::<TABLE>::new(config).map_err(|e| (exit::USAGE, e.to_string()))?;
     let listeners = bind_all(o, log).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    if let Some(name) = &o.accept_filter {
+        set_accept_filters(&listeners, name, platform, log)?;
+    }
     if let Some(user) = &o.username {
         let account = sys::lookup_user(user).map_err(|e| (exit::CONFIG, format!("--username {user}: {e}")))?;
         sys::drop_privileges(&account).map_err(|e| (exit::CONFIG, format!("dropping privileges to {user}: {e}")))?;
@@ -131,8 +232,12 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         std::fs::write(p, format!("{}\n", sys::getpid())).map_err(|e| (exit::CANTCREAT, format!("pidfile {}: {e}", p.display())))?;
     }
     sys::ignore_sigpipe().map_err(|e| (exit::SOFTWARE, e.to_string()))?;
-    let signals = sys::signal_pipe(&[libc::SIGHUP, libc::SIGTERM, libc::SIGINT, libc::SIGCHLD, libc::SIGUSR1])
-        .map_err(|e| (exit::SOFTWARE, format!("signals: {e}")))?;
+    let mut events = platform.event_loop(&MASTER_SIGNALS).map_err(|e| (exit::SOFTWARE, format!("event loop: {e}")))?;
+    for (i, l) in listeners.iter().enumerate() {
+        events.add_listener(i, l.fd.as_raw_fd()).map_err(|e| (exit::SOFTWARE, format!("event loop: {}: {e}", l.name)))?;
+    }
+    let sockets: Vec<PathBuf> = listeners.iter().filter_map(|l| l.unix_path.clone()).collect();
+    platform.sandbox_master(&master_files(options, &sockets)).map_err(|e| (exit::SOFTWARE, format!("master sandbox: {e}")))?;
     let names: Vec<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
     log.info(&format!(
         "server started on {} (rules: {} defined, ready in {} ms), pid {}",
@@ -147,7 +252,8 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         log,
         platform,
         listeners,
-        signals,
+        events,
+        ready: Ready::default(),
         children: Vec::new(),
         pending: None,
         access,
@@ -155,6 +261,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         timeout_tcp: o.timeout_tcp,
         stats_file: o.stats_file.clone(),
         last_stats: 0,
+        memory_error_logged: false,
     };
     let mut shared = Shared::new(&rules, o, &hostname);
     let code = loop {
@@ -189,12 +296,33 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
+    sys::hostname().ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Installs `--accept-filter` on the TCP listeners; a system without accept filters logs it and goes on.
+fn set_accept_filters(listeners: &[Listener], name: &str, platform: &dyn Platform, log: &Log) -> Result<(), (i32, String)> {
+    for l in listeners.iter().filter(|l| l.unix_path.is_none()) {
+        match platform.set_accept_filter(l.fd.as_raw_fd(), name) {
+            Ok(true) => {}
+            Ok(false) => {
+                log.info(&format!("--accept-filter {name}: this system has no accept filters, ignored"));
+                return Ok(());
+            }
+            Err(e) => return Err((exit::CONFIG, format!("--accept-filter {name} on {}: {e}", l.name))),
+        }
+    }
+    Ok(())
+}
+
+/// What the master reads, writes and removes after setup; `sockets` are the UNIX socket files.
+fn master_files(options: &crate::cli::Options, sockets: &[PathBuf]) -> MasterFiles {
+    let o = &options.daemon;
+    let mut read = options.config_paths.clone();
+    read.extend(options.site_path.clone());
+    let write = o.stats_file.iter().flat_map(|p| [p.clone(), stats_tmp(p)]).collect();
+    let mut remove: Vec<PathBuf> = o.pidfile.iter().cloned().collect();
+    remove.extend(sockets.iter().cloned());
+    MasterFiles { read, write, remove }
 }
 
 enum Turn {
@@ -207,7 +335,8 @@ struct Master<'l> {
     log: &'l Log,
     platform: &'l dyn Platform,
     listeners: Vec<Listener>,
-    signals: OwnedFd,
+    events: Box<dyn EventLoop>,
+    ready: Ready,
     children: Vec<ChildSlot>,
     pending: Option<OwnedFd>,
     access: AccessList,
@@ -215,6 +344,7 @@ struct Master<'l> {
     timeout_tcp: u32,
     stats_file: Option<PathBuf>,
     last_stats: u64,
+    memory_error_logged: bool,
 }
 
 impl Master<'_> {
@@ -272,7 +402,16 @@ impl Master<'_> {
         match sys::fork()? {
             sys::Fork::Parent(pid) => {
                 drop(child_end);
-                self.children.push(ChildSlot { pid, channel: Some(master_end), reader: RecordReader::new() });
+                let channel = match self.events.add_child(pid, master_end.as_raw_fd()) {
+                    Ok(()) => Some(master_end),
+                    Err(e) => {
+                        // Unwatched, the child could never be told anything: stop it, reap it later.
+                        self.log.error(&format!("cannot watch child {pid}: {e}"));
+                        let _ = sys::kill(pid, libc::SIGKILL);
+                        None
+                    }
+                };
+                self.children.push(ChildSlot { pid, channel, reader: RecordReader::new() });
                 Ok(pid)
             }
             sys::Fork::Child => {
@@ -292,96 +431,69 @@ impl Master<'_> {
                 if let Some(p) = &self.pending {
                     let _ = sys::close(p.as_raw_fd());
                 }
-                let _ = sys::close(self.signals.as_raw_fd());
-                sys::forget_signal_pipe();
-                let code = worker(child_end, master, shared, self.platform, &keep, self.log);
+                self.events.forget_in_child();
+                let code = worker(child_end, master, shared, self.platform, &keep, &self.access, self.log);
                 sys::exit_now(code)
             }
         }
     }
 
-    /// One wake of the master: poll, then turn what happened into policy events.
+    /// One wake of the master: wait, then turn what happened into policy events.
     fn turn(&mut self, policy: &mut Policy<TABLE>, shared: &Shared<'_>) -> Turn {
         let tick = policy.config().tick_ms.max(1) as i32;
         if self.act(policy, shared, Event::Tick { now_ms: now_ms(self.clock) }) {
             return Turn::Exit;
         }
         let listen = policy.wants_listener() && self.pending.is_none();
-        let mut fds = Vec::with_capacity(1 + self.children.len() + self.listeners.len());
-        fds.push(libc::pollfd { fd: self.signals.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.children {
-            fds.push(libc::pollfd { fd: c.channel.as_ref().map_or(-1, |f| f.as_raw_fd()), events: libc::POLLIN, revents: 0 });
+        if let Err(e) = self.events.watch_listeners(listen) {
+            self.log.error(&format!("event loop: {e}"));
         }
-        if listen {
-            for l in &self.listeners {
-                fds.push(libc::pollfd { fd: l.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        let turn = match self.events.wait(tick, &mut ready) {
+            Ok(()) => self.handle(&ready, listen, policy, shared),
+            Err(e) => {
+                self.log.error(&format!("event loop: {e}"));
+                Turn::Continue
             }
-        }
-        if let Err(e) = sys::poll(&mut fds, tick) {
-            self.log.error(&format!("poll: {e}"));
-            return Turn::Continue;
-        }
+        };
+        self.ready = ready;
+        turn
+    }
+
+    fn handle(&mut self, ready: &Ready, listen: bool, policy: &mut Policy<TABLE>, shared: &Shared<'_>) -> Turn {
         let mut turn = Turn::Continue;
         // Signals first.
-        if fds[0].revents != 0 {
-            let mut buf = [0u8; 64];
-            let mut seen = [false; 64];
-            while let Ok(n) = sys::read(self.signals.as_raw_fd(), &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                for &s in &buf[..n] {
-                    if let Some(f) = seen.get_mut(usize::from(s)) {
-                        *f = true;
-                    }
-                }
+        let signals = ready.signals;
+        if signals.contains(libc::SIGTERM) || signals.contains(libc::SIGINT) {
+            self.log.info("shutting down: finishing requests in progress");
+            if self.act(policy, shared, Event::Shutdown) {
+                return Turn::Exit;
             }
-            if seen[libc::SIGTERM as usize] || seen[libc::SIGINT as usize] {
-                self.log.info("shutting down: finishing requests in progress");
-                if self.act(policy, shared, Event::Shutdown) {
-                    return Turn::Exit;
-                }
-                self.pending = None;
-            }
-            if seen[libc::SIGHUP as usize] && !policy.is_shutting_down() {
-                turn = Turn::Reload;
-            }
-            if seen[libc::SIGUSR1 as usize] {
-                self.log.info(&format!("{}", policy.stats()));
-            }
+            self.pending = None;
+        }
+        if signals.contains(libc::SIGHUP) && !policy.is_shutting_down() {
+            turn = Turn::Reload;
+        }
+        if signals.contains(libc::SIGUSR1) {
+            self.log.info(&format!("{}", policy.stats()));
         }
         // Back-channels before listeners: a child that just served is idle again.
-        for i in 0..self.children.len() {
-            let ready = fds.get(1 + i).is_some_and(|p| p.revents != 0);
-            if ready {
+        for &pid in &ready.channels {
+            if let Some(i) = self.children.iter().position(|c| c.pid == pid) {
                 self.drain_channel(i, policy, shared);
             }
         }
-        if seen_child_exit(self, policy, shared) {
+        // A timeout reaps too, in case an exit notification was lost.
+        if (ready.child_exited || ready.is_empty()) && seen_child_exit(self, policy, shared) {
             return Turn::Exit;
         }
         if listen {
-            let base = 1 + self.children.len();
-            for (j, l) in self.listeners.iter().enumerate() {
+            for &j in &ready.listeners {
                 if self.pending.is_some() {
                     break;
                 }
-                if fds.get(base + j).is_some_and(|p| p.revents != 0) {
-                    match sys::accept(l.fd.as_raw_fd(), false) {
-                        Ok(Some((conn, peer))) => {
-                            if let Some(ip) = peer {
-                                if !self.access.allows(ip) {
-                                    self.log.error(&format!("connection from {ip} refused: not in --allowed-ips"));
-                                    continue;
-                                }
-                            }
-                            let _ = sys::set_socket_timeouts(conn.as_raw_fd(), self.timeout_tcp);
-                            self.pending = Some(conn);
-                        }
-                        Ok(None) => {}
-                        Err(e) => self.log.error(&format!("accept on {}: {e}", l.name)),
-                    }
-                }
+                self.accept(j);
             }
             if self.pending.is_some() && self.act(policy, shared, Event::ConnectionPending) {
                 return Turn::Exit;
@@ -391,6 +503,28 @@ impl Master<'_> {
         turn
     }
 
+    /// Accepts one connection on listener `j` into `pending`, if the client is allowed.
+    fn accept(&mut self, j: usize) {
+        let Some(l) = self.listeners.get(j) else { return };
+        match sys::accept(l.fd.as_raw_fd(), false) {
+            Ok(Some((conn, peer))) => {
+                if let Some(ip) = peer {
+                    if !self.access.allows(ip) {
+                        self.log.error(&format!("connection from {ip} refused: not in --allowed-ips"));
+                        return;
+                    }
+                }
+                let _ = sys::set_socket_timeouts(conn.as_raw_fd(), self.timeout_tcp);
+                if let Err(e) = self.platform.prepare_connection(conn.as_raw_fd()) {
+                    self.log.error(&format!("connection on {}: {e}", l.name));
+                }
+                self.pending = Some(conn);
+            }
+            Ok(None) => {}
+            Err(e) => self.log.error(&format!("accept on {}: {e}", l.name)),
+        }
+    }
+
     fn drain_channel(&mut self, i: usize, policy: &mut Policy<TABLE>, shared: &Shared<'_>) {
         let Some(slot) = self.children.get_mut(i) else { return };
         let pid = slot.pid as u32;
@@ -398,7 +532,10 @@ impl Master<'_> {
         let n = sys::read(fd, slot.reader.spare_mut());
         let mut events = Vec::new();
         match n {
-            Ok(0) | Err(_) => slot.channel = None,
+            Ok(0) | Err(_) => {
+                let _ = self.events.remove_channel(slot.pid);
+                slot.channel = None;
+            }
             Ok(n) => {
                 slot.reader.commit(n);
                 while let Some(r) = slot.reader.next_record() {
@@ -425,7 +562,22 @@ impl Master<'_> {
         if prefork::write_prometheus(policy.stats(), &mut text).is_err() {
             return;
         }
-        let tmp = path.with_extension("tmp");
+        let master = sys::getpid();
+        let mut processes = Vec::with_capacity(1 + self.children.len());
+        match self.platform.process_memory(master) {
+            Ok(m) => processes.push(("master", master, m)),
+            Err(e) if !self.memory_error_logged => {
+                self.memory_error_logged = true;
+                self.log.error(&format!("stats file: no memory figures: {e}"));
+            }
+            Err(_) => {}
+        }
+        // A child may exit between the table and the query: it is left out.
+        processes.extend(self.children.iter().filter_map(|c| Some(("child", c.pid, self.platform.process_memory(c.pid).ok()?))));
+        if write_memory_metrics(&mut text, &processes).is_err() {
+            return;
+        }
+        let tmp = stats_tmp(path);
         if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)) {
             self.log.error(&format!("stats file {}: {e}", path.display()));
         }
@@ -474,13 +626,22 @@ impl embedded_io::Write for FdStream {
 }
 
 /// A child: waits for connections, serves one request on each, reports one record per request.
-fn worker(channel: OwnedFd, master: libc::pid_t, shared: &Shared<'_>, platform: &dyn Platform, listeners: &[RawFd], log: &Log) -> i32 {
-    let _ = sys::default_signals(&[libc::SIGHUP, libc::SIGTERM, libc::SIGINT, libc::SIGCHLD, libc::SIGUSR1]);
+fn worker(
+    channel: OwnedFd,
+    master: libc::pid_t,
+    shared: &Shared<'_>,
+    platform: &dyn Platform,
+    listeners: &[RawFd],
+    access: &AccessList,
+    log: &Log,
+) -> i32 {
+    let _ = sys::default_signals(&CHILD_DEFAULT_SIGNALS);
     if let Err(e) = platform.child_setup(master) {
         log.error(&format!("child setup: {e}"));
         return exit::SOFTWARE;
     }
-    if let Err(e) = platform.sandbox_child() {
+    let sandboxed = if shared.round_robin { platform.sandbox_accepting_child() } else { platform.sandbox_child() };
+    if let Err(e) = sandboxed {
         log.error(&format!("child sandbox: {e}"));
         return exit::SOFTWARE;
     }
@@ -500,7 +661,7 @@ fn worker(channel: OwnedFd, master: libc::pid_t, shared: &Shared<'_>, platform: 
     let mut buf = vec![0u8; shared.limits.max_head + shared.limits.max_body];
     loop {
         let conn = if shared.round_robin {
-            match accept_round_robin(listeners, ch) {
+            match accept_round_robin(listeners, ch, shared, platform, access, log) {
                 Some(c) => {
                     seq = seq.wrapping_add(1);
                     if !send(Record::new(RecordKind::Busy, pid, seq)) {
@@ -565,21 +726,103 @@ fn worker(channel: OwnedFd, master: libc::pid_t, shared: &Shared<'_>, platform: 
     }
 }
 
-/// Round-robin mode: wait on every listener and accept whatever comes first.
-fn accept_round_robin(listeners: &[RawFd], channel: RawFd) -> Option<OwnedFd> {
+/// Round-robin mode: wait on every listener and accept whatever allowed client comes first.
+fn accept_round_robin(listeners: &[RawFd], channel: RawFd, shared: &Shared<'_>, platform: &dyn Platform, access: &AccessList, log: &Log) -> Option<OwnedFd> {
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(listeners.len() + 1);
     loop {
-        let mut fds: Vec<libc::pollfd> = listeners.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        fds.clear();
+        fds.extend(listeners.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
         fds.push(libc::pollfd { fd: channel, events: libc::POLLIN, revents: 0 });
         sys::poll(&mut fds, -1).ok()?;
         if fds.last().is_some_and(|p| p.revents != 0) {
-            return None; // retired: the master closed our channel
+            return None; // retired, or the master is gone: the channel closed
         }
-        for p in &fds[..listeners.len()] {
-            if p.revents != 0 {
-                if let Ok(Some((conn, _))) = sys::accept(p.fd, false) {
-                    return Some(conn);
-                }
+        for p in fds.iter().take(listeners.len()).filter(|p| p.revents != 0) {
+            let Ok(Some((conn, peer))) = sys::accept(p.fd, false) else { continue };
+            if let Some(ip) = peer.filter(|ip| !access.allows(*ip)) {
+                log.error(&format!("connection from {ip} refused: not in --allowed-ips"));
+                continue;
             }
+            let _ = sys::set_socket_timeouts(conn.as_raw_fd(), shared.timeout_tcp);
+            if let Err(e) = platform.prepare_connection(conn.as_raw_fd()) {
+                log.error(&format!("connection: {e}"));
+            }
+            return Some(conn);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statm_table() {
+        // (statm text, page size, (resident, virtual) bytes)
+        type Case = (&'static str, u64, Option<(u64, u64)>);
+        let cases: &[Case] = &[
+            ("2600 820 600 200 0 500 0\n", 4096, Some((820 * 4096, 2600 * 4096))),
+            ("10 3", 16384, Some((3 * 16384, 10 * 16384))),
+            ("10", 4096, None),
+            ("", 4096, None),
+            ("x 3 1", 4096, None),
+            ("10 -3 1", 4096, None),
+            ("18446744073709551615 1", 4096, None),
+        ];
+        for &(text, page, want) in cases {
+            let got = parse_statm(text, page).map(|m| (m.resident_bytes, m.virtual_bytes));
+            assert_eq!(got, want, "{text:?} with pages of {page}");
+        }
+    }
+
+    #[test]
+    fn this_process_has_memory_figures_on_linux() {
+        if !Path::new("/proc/self/statm").exists() {
+            return;
+        }
+        let m = proc_statm(sys::getpid()).expect("statm");
+        assert!(m.resident_bytes > 0 && m.virtual_bytes >= m.resident_bytes, "{m:?}");
+    }
+
+    #[test]
+    fn memory_metrics_one_line_per_process_and_figure() {
+        let processes = [
+            ("master", 10, ProcessMemory { resident_bytes: 4096, virtual_bytes: 8192 }),
+            ("child", 11, ProcessMemory { resident_bytes: 1, virtual_bytes: 2 }),
+        ];
+        let mut text = String::new();
+        write_memory_metrics(&mut text, &processes).expect("write");
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                "sift_process_resident_bytes{role=\"master\",pid=\"10\"} 4096",
+                "sift_process_resident_bytes{role=\"child\",pid=\"11\"} 1",
+                "sift_process_virtual_bytes{role=\"master\",pid=\"10\"} 8192",
+                "sift_process_virtual_bytes{role=\"child\",pid=\"11\"} 2",
+            ]
+        );
+        assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE") && l.ends_with(" gauge")).count(), 2);
+    }
+
+    #[test]
+    fn master_files_cover_rules_stats_pidfile_and_sockets() {
+        use clap::Parser;
+        let options = crate::cli::Options::parse_from([
+            "siftd",
+            "-C",
+            "/etc/sift/rules",
+            "--siteconfigpath",
+            "/etc/sift/site",
+            "--stats-file",
+            "/var/db/sift/stats.prom",
+            "-r",
+            "/var/run/siftd.pid",
+        ]);
+        let files = master_files(&options, &[PathBuf::from("/var/run/siftd.sock")]);
+        let paths = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+        assert_eq!(paths(&files.read), ["/etc/sift/rules", "/etc/sift/site"]);
+        assert_eq!(paths(&files.write), ["/var/db/sift/stats.prom", "/var/db/sift/stats.tmp"]);
+        assert_eq!(paths(&files.remove), ["/var/run/siftd.pid", "/var/run/siftd.sock"]);
     }
 }

@@ -7,6 +7,7 @@ pub mod access;
 pub mod cli;
 pub mod daemon;
 pub mod entry;
+pub mod events;
 pub mod json;
 pub mod lint;
 pub mod listen;

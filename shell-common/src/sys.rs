@@ -302,10 +302,16 @@ pub fn set_socket_timeouts(fd: RawFd, seconds: u32) -> io::Result<()> {
 
 /// Ignores SIGPIPE: a client that goes away must not kill a worker.
 pub fn ignore_sigpipe() -> io::Result<()> {
-    // SAFETY: SIG_IGN is a valid disposition for SIGPIPE.
-    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    if old == libc::SIG_ERR {
-        return Err(io::Error::last_os_error());
+    ignore_signals(&[libc::SIGPIPE])
+}
+
+/// Sets `signals` to SIG_IGN (kqueue's EVFILT_SIGNAL still sees them).
+pub fn ignore_signals(signals: &[libc::c_int]) -> io::Result<()> {
+    for &s in signals {
+        // SAFETY: SIG_IGN is a valid disposition for any catchable signal.
+        if unsafe { libc::signal(s, libc::SIG_IGN) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }
@@ -513,6 +519,22 @@ pub fn stdio_to_devnull() -> io::Result<()> {
         syscall!(dup2(null.as_raw_fd(), target))?;
     }
     Ok(())
+}
+
+/// This host's name, from gethostname(2).
+pub fn hostname() -> io::Result<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length; one byte is kept back for the NUL.
+    syscall!(gethostname(buf.as_mut_ptr().cast(), buf.len() - 1))?;
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(buf.get(..end).unwrap_or(&[])).into_owned())
+}
+
+/// The size of a memory page in bytes.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no pointer arguments.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
 }
 
 /// The parent's pid.
