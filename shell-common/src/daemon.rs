@@ -602,26 +602,52 @@ fn seen_child_exit(master: &mut Master<'_>, policy: &mut Policy<TABLE>, shared: 
     exit
 }
 
-/// An `embedded-io` stream over a socket fd.
-struct FdStream(RawFd);
+/// An `embedded-io` stream over a socket fd. Writes gather in `out` and leave in one
+/// `write` at [`flush`](embedded_io::Write::flush) (or when `out` is full), so an answer
+/// costs one syscall, not one per header line.
+struct FdStream<'b> {
+    fd: RawFd,
+    out: &'b mut Vec<u8>,
+}
 
-impl embedded_io::ErrorType for FdStream {
+/// Most bytes gathered before a write.
+const OUT_BUFFER: usize = 64 * 1024;
+
+impl FdStream<'_> {
+    fn send_gathered(&mut self) -> Result<(), io::Error> {
+        let result = sys::write_all(self.fd, self.out);
+        self.out.clear();
+        result
+    }
+}
+
+impl embedded_io::ErrorType for FdStream<'_> {
     type Error = io::Error;
 }
 
-impl embedded_io::Read for FdStream {
+impl embedded_io::Read for FdStream<'_> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, io::Error> {
-        sys::read(self.0, buf)
+        sys::read(self.fd, buf)
     }
 }
 
-impl embedded_io::Write for FdStream {
+impl embedded_io::Write for FdStream<'_> {
     fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
-        sys::write(self.0, buf)
+        if self.out.len() + buf.len() > OUT_BUFFER && !self.out.is_empty() {
+            self.send_gathered()?;
+        }
+        if buf.len() >= OUT_BUFFER {
+            return sys::write(self.fd, buf);
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> Result<(), io::Error> {
-        Ok(())
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.send_gathered()
     }
 }
 
@@ -659,6 +685,8 @@ fn worker(
     let mut rewrite = RewriteScratch::new();
     let mut inflater = Inflater::new();
     let mut buf = vec![0u8; shared.limits.max_head + shared.limits.max_body];
+    let mut out = Vec::with_capacity(OUT_BUFFER);
+    crate::log::set_pid(pid);
     loop {
         let conn = if shared.round_robin {
             match accept_round_robin(listeners, ch, shared, platform, access, log) {
@@ -677,7 +705,8 @@ fn worker(
                 _ => return 0,
             }
         };
-        let mut stream = FdStream(conn.as_raw_fd());
+        out.clear();
+        let mut stream = FdStream { fd: conn.as_raw_fd(), out: &mut out };
         let started = Instant::now();
         let mut record = Record::new(RecordKind::NoVerdict, pid, 0);
         match proto::read_request(&mut stream, &mut buf, &shared.limits, &mut inflater) {
@@ -694,6 +723,7 @@ fn worker(
                     let scan_us = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
                     record = Record::served(pid, 0, request.body.len() as u32, scan_us, verdict.score, verdict.is_spam());
                     let _ = proto::respond(&mut stream, &request.head, request.body, Some(&verdict), &shared.settings, &env, &mut rewrite);
+                    let _ = embedded_io::Write::flush(&mut stream);
                     // spamd's one line per message: result, score, rules, time, size, user.
                     let mut names = String::new();
                     let _ = sift_core::report::write_rule_names(&verdict, ",", &mut names);
@@ -708,10 +738,12 @@ fn worker(
                     ));
                 } else {
                     let _ = proto::respond::<Verdict<'_>, _>(&mut stream, &request.head, request.body, None, &shared.settings, &env, &mut rewrite);
+                    let _ = embedded_io::Write::flush(&mut stream);
                 }
             }
             Err(ReadError::Request(e)) => {
                 let _ = e.write_response(&mut stream);
+                let _ = embedded_io::Write::flush(&mut stream);
             }
             Err(ReadError::Io(_)) => {}
         }

@@ -5,6 +5,7 @@ use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -99,6 +100,21 @@ fn open_append(path: &Path) -> Result<File, LogError> {
     OpenOptions::new().create(true).append(true).open(path).map_err(|e| LogError(format!("log file {}: {e}", path.display())))
 }
 
+/// This process's pid as log lines show it; 0 until [`set_pid`] (then asked of the kernel).
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// Tells the log this process's pid, so a line costs no `getpid` call. Call after each fork.
+pub fn set_pid(pid: u32) {
+    PID.store(pid, Ordering::Relaxed);
+}
+
+fn pid() -> u32 {
+    match PID.load(Ordering::Relaxed) {
+        0 => crate::sys::getpid() as u32,
+        p => p,
+    }
+}
+
 impl Log {
     /// From spamd's `-s` value (see [`Destination::parse`]).
     pub fn open(spec: &str) -> Result<Log, LogError> {
@@ -133,11 +149,13 @@ impl Log {
         let text = one_line(text);
         match &self.sink {
             Sink::Stderr => {
-                let _ = writeln!(std::io::stderr(), "siftd[{}]: {text}", crate::sys::getpid());
+                // One write per line: stderr is unbuffered.
+                let line = format!("siftd[{}]: {text}\n", pid());
+                let _ = std::io::stderr().write_all(line.as_bytes());
             }
             Sink::Null => {}
             Sink::File { file, .. } => {
-                let line = format!("{} siftd[{}]: {text}\n", utc_timestamp(SystemTime::now()), crate::sys::getpid());
+                let line = format!("{} siftd[{}]: {text}\n", utc_timestamp(SystemTime::now()), pid());
                 if let Ok(mut f) = file.lock() {
                     // One write per line: O_APPEND keeps lines of several processes whole.
                     let _ = f.write_all(line.as_bytes());
