@@ -8,12 +8,12 @@ use alloc::vec::Vec;
 
 use aho_corasick::AhoCorasick;
 use regex_automata::dfa::Automaton;
-use regex_automata::{hybrid, Input, PatternSet};
+use regex_automata::{hybrid, Input};
 
 use crate::msg::{self, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::{HeaderField, HeaderForm, MetaOp, RuleSet};
-use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, PatternGroup, RuleType, TargetProgram};
+use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, RuleType, TargetProgram};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -33,7 +33,6 @@ pub struct Scratch {
     pattern_first: Vec<u32>,
     pattern_last: Vec<u32>,
     candidates: Vec<u32>,
-    matched: PatternSet,
     header_text: HeaderText,
     meta_stack: Vec<f64>,
     caches: Vec<hybrid::dfa::Cache>,
@@ -66,7 +65,6 @@ impl Scratch {
             pattern_first: alloc::vec![0; pats],
             pattern_last: alloc::vec![0; pats],
             candidates: Vec::with_capacity(pats),
-            matched: PatternSet::new(rules.max_group),
             header_text: HeaderText {
                 all: Vec::with_capacity(4096),
                 target: Vec::with_capacity(1024),
@@ -167,7 +165,6 @@ impl RuleSet {
             pattern_first: &mut scratch.pattern_first,
             pattern_last: &mut scratch.pattern_last,
             candidates: &mut scratch.candidates,
-            matched: &mut scratch.matched,
             lazy: Lazy { dfas: &self.lazy_dfas, caches: &mut scratch.caches },
         };
         let eval = &mut scratch.eval;
@@ -501,7 +498,6 @@ struct LineScratch<'s> {
     pattern_first: &'s mut [u32],
     pattern_last: &'s mut [u32],
     candidates: &'s mut Vec<u32>,
-    matched: &'s mut PatternSet,
     lazy: Lazy<'s>,
 }
 
@@ -614,31 +610,6 @@ fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         let n = match_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
         state.add(pattern.rule, n);
     }
-    for group in &program.groups {
-        for line in text.split(|&b| b == b'\n') {
-            run_group(program, group, line, state, s);
-        }
-    }
-}
-
-/// Runs one pattern group over `hay`; counts each pattern that matches there.
-fn run_group(program: &TargetProgram, group: &PatternGroup, hay: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
-    s.matched.clear();
-    if group.dfa.try_which_overlapping_matches(&Input::new(hay), s.matched).is_err() {
-        return;
-    }
-    for id in s.matched.iter() {
-        let Some(pattern) = group.members.get(id.as_usize()).and_then(|&p| program.patterns.get(p as usize)) else {
-            continue;
-        };
-        let max = state.max_hits(pattern.rule);
-        let n = match max {
-            0 => 0,
-            1 => 1,
-            _ => count_matches(&pattern.matcher, hay, max, &mut s.lazy),
-        };
-        state.add(pattern.rule, n);
-    }
 }
 
 /// Runs `full` rules: each pattern sees the whole message.
@@ -652,9 +623,6 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
         let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
         state.add(pattern.rule, n);
-    }
-    for group in &program.groups {
-        run_group(program, group, text, state, s);
     }
 }
 

@@ -232,70 +232,8 @@ pub(crate) struct TargetProgram {
     pub(crate) prefilter: Option<AhoCorasick>,
     /// Literal id → pattern indices it makes candidates.
     pub(crate) literal_patterns: Vec<Vec<u32>>,
-    /// Patterns with no literal that no group holds: always run one by one.
+    /// Patterns with no literal: always run.
     pub(crate) unfiltered: Vec<u32>,
-    /// Patterns with no literal, several to one DFA: each group's DFA runs once per line
-    /// and says which of its patterns match there.
-    pub(crate) groups: Vec<PatternGroup>,
-    /// Unfiltered patterns' sources, kept until the groups are built.
-    ungrouped_sources: Vec<(u32, String)>,
-}
-
-/// Unfiltered patterns searched together by one multi-pattern DFA.
-pub(crate) struct PatternGroup {
-    pub(crate) dfa: dense::DFA<Vec<u32>>,
-    /// DFA pattern id → pattern index in the target program.
-    pub(crate) members: Vec<u32>,
-}
-
-impl TargetProgram {
-    /// Packs the unfiltered patterns into multi-pattern DFAs of bounded size; a pattern
-    /// too big for any group stays unfiltered on its own.
-    fn build_groups(&mut self) {
-        let sources = core::mem::take(&mut self.ungrouped_sources);
-        let mut grouped: Vec<u32> = Vec::new();
-        let mut work: Vec<&[(u32, String)]> = sources.chunks(GROUP_START).rev().collect();
-        while let Some(chunk) = work.pop() {
-            if chunk.len() < 2 {
-                continue;
-            }
-            match build_group(chunk) {
-                Some(dfa) => {
-                    let members: Vec<u32> = chunk.iter().map(|(i, _)| *i).collect();
-                    grouped.extend_from_slice(&members);
-                    self.groups.push(PatternGroup { dfa, members });
-                }
-                None => {
-                    let (a, b) = chunk.split_at(chunk.len() / 2);
-                    work.push(b);
-                    work.push(a);
-                }
-            }
-        }
-        self.unfiltered.retain(|p| !grouped.contains(p));
-    }
-}
-
-/// Patterns tried in one group first; a group over [`GROUP_LIMIT`] is split in halves.
-const GROUP_START: usize = 16;
-/// Largest dense DFA of one pattern group.
-const GROUP_LIMIT: usize = 512 * 1024;
-
-fn build_group(chunk: &[(u32, String)]) -> Option<dense::DFA<Vec<u32>>> {
-    let patterns: Vec<&str> = chunk.iter().map(|(_, s)| s.as_str()).collect();
-    dense::Builder::new()
-        .syntax(syntax_config())
-        .thompson(thompson::Config::new().utf8(false).shrink(false))
-        .configure(
-            dense::Config::new()
-                .start_kind(StartKind::Unanchored)
-                .match_kind(MatchKind::All)
-                .minimize(false)
-                .dfa_size_limit(Some(GROUP_LIMIT))
-                .determinize_size_limit(Some(GROUP_LIMIT)),
-        )
-        .build_many(&patterns)
-        .ok()
 }
 
 /// How a header target is assembled.
@@ -372,8 +310,6 @@ pub struct RuleSet {
     pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
     pub(crate) max_literals: usize,
     pub(crate) max_patterns: usize,
-    /// Most patterns in one group.
-    pub(crate) max_group: usize,
     pub(crate) meta_stack: usize,
     disabled: Vec<Disabled>,
     deferred_disable: Vec<(u32, DisabledReason)>,
@@ -514,7 +450,6 @@ impl RuleSet {
             lazy_dfas: Vec::new(),
             max_literals: 0,
             max_patterns: 0,
-            max_group: 0,
             meta_stack: 0,
             disabled: Vec::new(),
             deferred_disable: Vec::new(),
@@ -574,8 +509,6 @@ impl RuleSet {
             (&mut set.uri, t_uri),
         ] {
             program.prefilter = table.automaton()?;
-            program.build_groups();
-            set.max_group = set.max_group.max(program.groups.iter().map(|g| g.members.len()).max().unwrap_or(0));
             set.max_literals = set.max_literals.max(table.literals.len());
             set.max_patterns = set.max_patterns.max(program.patterns.len());
             program.literal_patterns = table.users;
@@ -627,12 +560,7 @@ impl RuleSet {
                             }
                         }
                     }
-                    None => {
-                        program.unfiltered.push(index);
-                        if let Ok(t) = translated(p) {
-                            program.ungrouped_sources.push((index, t.to_string()));
-                        }
-                    }
+                    None => program.unfiltered.push(index),
                 }
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
@@ -815,8 +743,8 @@ impl RuleSet {
         self.rules.iter().position(|r| r.name == name).map(|i| i as u32)
     }
 
-    /// Heap bytes of the compiled automata (DFAs and prefilters): what every child
-    /// shares with the master after a fork.
+    /// Heap bytes of the compiled automata (dense DFAs, lazy DFAs' NFAs, prefilters):
+    /// what every child shares with the master after a fork.
     pub fn automata_bytes(&self) -> usize {
         let matcher = |m: &Matcher| match m {
             Matcher::Dense(d) => d.memory_usage(),
@@ -827,7 +755,6 @@ impl RuleSet {
             .iter()
             .map(|p| {
                 p.patterns.iter().map(|c| matcher(&c.matcher)).sum::<usize>()
-                    + p.groups.iter().map(|g| g.dfa.memory_usage()).sum::<usize>()
                     + p.prefilter.as_ref().map_or(0, |a| a.memory_usage())
             })
             .sum();
