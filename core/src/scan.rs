@@ -29,6 +29,10 @@ pub struct Scratch {
     literal_first: Vec<u32>,
     literal_last: Vec<u32>,
     literals_hit: Vec<u32>,
+    literal_head: Vec<u32>,
+    hit_pos: Vec<u32>,
+    hit_next: Vec<u32>,
+    line_starts: Vec<u32>,
     pattern_epoch: Vec<u32>,
     pattern_first: Vec<u32>,
     pattern_last: Vec<u32>,
@@ -61,6 +65,10 @@ impl Scratch {
             literal_first: alloc::vec![0; lits],
             literal_last: alloc::vec![0; lits],
             literals_hit: Vec::with_capacity(lits),
+            literal_head: alloc::vec![NO_HIT; lits],
+            hit_pos: Vec::with_capacity(MAX_HITS),
+            hit_next: Vec::with_capacity(MAX_HITS),
+            line_starts: Vec::with_capacity(MAX_HITS),
             pattern_epoch: alloc::vec![0; pats],
             pattern_first: alloc::vec![0; pats],
             pattern_last: alloc::vec![0; pats],
@@ -161,6 +169,11 @@ impl RuleSet {
             literal_first: &mut scratch.literal_first,
             literal_last: &mut scratch.literal_last,
             literals_hit: &mut scratch.literals_hit,
+            literal_head: &mut scratch.literal_head,
+            hit_pos: &mut scratch.hit_pos,
+            hit_next: &mut scratch.hit_next,
+            line_starts: &mut scratch.line_starts,
+            hits_overflow: false,
             pattern_epoch: &mut scratch.pattern_epoch,
             pattern_first: &mut scratch.pattern_first,
             pattern_last: &mut scratch.pattern_last,
@@ -494,6 +507,13 @@ struct LineScratch<'s> {
     literal_first: &'s mut [u32],
     literal_last: &'s mut [u32],
     literals_hit: &'s mut Vec<u32>,
+    /// Literal id → its latest hit in `hit_pos` (chained through `hit_next`).
+    literal_head: &'s mut [u32],
+    hit_pos: &'s mut Vec<u32>,
+    hit_next: &'s mut Vec<u32>,
+    line_starts: &'s mut Vec<u32>,
+    /// More hits than `hit_pos` holds: candidates fall back to their whole span.
+    hits_overflow: bool,
     pattern_epoch: &'s mut [u32],
     pattern_first: &'s mut [u32],
     pattern_last: &'s mut [u32],
@@ -523,25 +543,70 @@ pub(crate) struct Lazy<'s> {
 /// Marks the literals of `ac` found in `text`, keeping each one's first and last position.
 fn find_literals(ac: &AhoCorasick, text: &[u8], s: &mut LineScratch<'_>) {
     s.literals_hit.clear();
+    s.hit_pos.clear();
+    s.hit_next.clear();
+    s.hits_overflow = false;
     for m in ac.find_overlapping_iter(text) {
         let lit = m.pattern().as_usize();
         let pos = m.start() as u32;
-        let (Some(e), Some(first), Some(last)) =
-            (s.literal_epoch.get_mut(lit), s.literal_first.get_mut(lit), s.literal_last.get_mut(lit))
-        else {
+        let (Some(e), Some(first), Some(last), Some(head)) = (
+            s.literal_epoch.get_mut(lit),
+            s.literal_first.get_mut(lit),
+            s.literal_last.get_mut(lit),
+            s.literal_head.get_mut(lit),
+        ) else {
             continue;
         };
         if *e != s.epoch {
             *e = s.epoch;
             *first = pos;
             *last = pos;
+            *head = NO_HIT;
             if s.literals_hit.len() < s.literals_hit.capacity() {
                 s.literals_hit.push(lit as u32);
             }
         } else {
             *last = pos;
         }
+        if s.hit_pos.len() < MAX_HITS {
+            let index = s.hit_pos.len() as u32;
+            s.hit_pos.push(pos);
+            s.hit_next.push(*head);
+            *head = index;
+        } else {
+            s.hits_overflow = true;
+        }
     }
+}
+
+/// Marks no (further) hit in a literal's chain.
+const NO_HIT: u32 = u32::MAX;
+/// Most literal hits remembered per pass; beyond, candidates scan their whole span.
+const MAX_HITS: usize = 4096;
+
+/// Start offsets of the lines of `text` where a literal of pattern `p` occurs, sorted,
+/// into `s.line_starts`; false when the hits overflowed and lines are not known.
+fn candidate_lines(program: &TargetProgram, p: u32, text: &[u8], s: &mut LineScratch<'_>) -> bool {
+    s.line_starts.clear();
+    if s.hits_overflow {
+        return false;
+    }
+    let Some(lits) = program.pattern_literals.get(p as usize) else { return false };
+    for &lit in lits {
+        if s.literal_epoch.get(lit as usize) != Some(&s.epoch) {
+            continue;
+        }
+        let mut h = s.literal_head.get(lit as usize).copied().unwrap_or(NO_HIT);
+        while let (Some(&pos), Some(&next)) = (s.hit_pos.get(h as usize), s.hit_next.get(h as usize)) {
+            if s.line_starts.len() < s.line_starts.capacity() {
+                s.line_starts.push(line_start(text, pos as usize) as u32);
+            }
+            h = next;
+        }
+    }
+    s.line_starts.sort_unstable();
+    s.line_starts.dedup();
+    true
 }
 
 /// Patterns whose literals occur, each with the span of text where they occur.
@@ -600,6 +665,21 @@ fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
             continue;
         };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        if candidate_lines(program, p, text, s) {
+            // Only lines holding one of its literals can match.
+            for j in 0..s.line_starts.len() {
+                let max = state.max_hits(pattern.rule);
+                let Some(&start) = s.line_starts.get(j) else { break };
+                if max == 0 {
+                    break;
+                }
+                let start = start as usize;
+                let line = text.get(start..line_end(text, start)).unwrap_or(&[]);
+                let n = count_matches(&pattern.matcher, line, max, &mut s.lazy);
+                state.add(pattern.rule, n);
+            }
+            continue;
+        }
         let start = line_start(text, first as usize);
         let end = line_end(text, last as usize);
         let n = match_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.lazy);

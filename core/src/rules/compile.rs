@@ -232,6 +232,8 @@ pub(crate) struct TargetProgram {
     pub(crate) prefilter: Option<AhoCorasick>,
     /// Literal id → pattern indices it makes candidates.
     pub(crate) literal_patterns: Vec<Vec<u32>>,
+    /// Pattern index → its literal ids (empty for unfiltered patterns).
+    pub(crate) pattern_literals: Vec<Vec<u32>>,
     /// Patterns with no literal: always run.
     pub(crate) unfiltered: Vec<u32>,
 }
@@ -552,16 +554,18 @@ impl RuleSet {
                     _ => &mut self.uri,
                 };
                 let index = program.patterns.len() as u32;
+                let mut own = Vec::new();
                 match built.literals {
                     Some(lits) => {
                         if let Some(table) = tables.get_mut(which) {
                             for lit in lits {
-                                table.add(lit, index);
+                                own.push(table.add(lit, index));
                             }
                         }
                     }
                     None => program.unfiltered.push(index),
                 }
+                program.pattern_literals.push(own);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
