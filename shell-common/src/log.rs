@@ -65,12 +65,13 @@ impl Log {
 
     fn line(&self, priority: libc::c_int, text: &str) {
         match &self.sink {
+            // One write per line: children share the file, and O_APPEND keeps whole writes apart.
             Sink::Stderr => {
-                let _ = writeln!(std::io::stderr(), "siftd[{}]: {text}", crate::sys::getpid());
+                let _ = std::io::stderr().write_all(format!("siftd[{}]: {text}\n", crate::sys::getpid()).as_bytes());
             }
             Sink::File(f) => {
                 if let Ok(mut f) = f.lock() {
-                    let _ = writeln!(f, "siftd[{}]: {text}", crate::sys::getpid());
+                    let _ = f.write_all(format!("siftd[{}]: {text}\n", crate::sys::getpid()).as_bytes());
                 }
             }
             Sink::Syslog(_) => {
