@@ -16,7 +16,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{check, connect_from, status_field, uid_of, wait_until, Daemon, GTUBE};
+use common::{check, connect_from, raw_request, status_field, uid_of, wait_until, Daemon, GTUBE};
 
 /// The helper test a probe process runs; the environment says what it tries.
 const PROBE: &str = "sandbox_probe";
@@ -141,6 +141,14 @@ fn seccomp_filter_kills_open_openat_and_execve() {
 fn children_have_no_new_privs_and_a_seccomp_filter() {
     for options in [&[][..], &["--round-robin"][..]] {
         let d = Daemon::start(options);
+        // Every command (PROCESS and HEADERS date the report: libc's time zone code
+        // must not open /etc/localtime once confined) and a malformed request.
+        for command in ["CHECK", "SYMBOLS", "REPORT", "REPORT_IFSPAM", "PROCESS", "HEADERS", "TELL"] {
+            let request = format!("{command} SPAMC/1.5\r\nContent-length: {}\r\n\r\n{GTUBE}", GTUBE.len());
+            let answer = raw_request(d.port, request.as_bytes());
+            assert!(answer.starts_with("SPAMD/1."), "{options:?}: {command}: {answer:?}");
+        }
+        assert!(raw_request(d.port, b"CHECK SPAMC/1.5\r\nContent-length: x\r\n\r\n").starts_with("SPAMD/1.0 76"));
         assert_eq!(check(d.port, GTUBE), Ok(true));
         let children = d.children();
         assert!(!children.is_empty());
