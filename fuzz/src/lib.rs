@@ -2,6 +2,7 @@
 //! and the regression replay test (core/tests/fuzz_regressions.rs includes this file).
 //! Each takes arbitrary bytes; a panic (or a failed invariant assertion) is a finding.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::sync::OnceLock;
@@ -225,14 +226,22 @@ fn default_rules() -> &'static RuleSet {
     })
 }
 
-/// Any bytes as a message, scanned with the embedded rules.
+/// Any bytes as a message, scanned with the embedded rules. One scratch serves every
+/// run, as in a worker: what a scan leaves in it (warm DFA caches, buffers) is fuzzed
+/// too, and runs are ~50x faster than with a fresh scratch each.
 pub fn scan(data: &[u8]) {
+    thread_local! {
+        static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+    }
     let rules = default_rules();
-    let mut scratch = Scratch::new(rules);
-    let verdict = rules.scan(data, &mut scratch);
-    let _ = verdict.is_spam();
-    let _ = verdict.hits().count();
-    let _ = verdict.all_hits().count();
+    SCRATCH.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let scratch = slot.get_or_insert_with(|| Scratch::new(rules));
+        let verdict = rules.scan(data, scratch);
+        let _ = verdict.is_spam();
+        let _ = verdict.hits().count();
+        let _ = verdict.all_hits().count();
+    });
 }
 
 /// Back-channel bytes: `decode` on every 32-byte frame, and a `RecordReader` fed the

@@ -287,7 +287,7 @@ pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 
 /// Sets a socket's receive and send timeouts (0 = none).
 pub fn set_socket_timeouts(fd: RawFd, seconds: u32) -> io::Result<()> {
-    let tv = libc::timeval { tv_sec: seconds as libc::time_t, tv_usec: 0 };
+    let tv = libc::timeval { tv_sec: seconds as _, tv_usec: 0 };
     for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
         syscall!(setsockopt(
             fd,

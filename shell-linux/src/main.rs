@@ -1,5 +1,5 @@
 //! siftd for Linux: everything shared lives in siftd-common; this shell adds the
-//! Linux-only pieces (parent-death signal).
+//! Linux-only pieces (parent-death signal, seccomp sandbox of the children).
 #![deny(unsafe_code)]
 
 mod sys;
@@ -8,12 +8,16 @@ use std::process::ExitCode;
 
 use siftd_common::daemon::Platform;
 
-/// Linux's per-child setup.
+/// Linux's per-child setup and sandbox.
 struct Linux;
 
 impl Platform for Linux {
     fn child_setup(&self, master: libc::pid_t) -> std::io::Result<()> {
         sys::die_with_parent(master)
+    }
+
+    fn sandbox_child(&self) -> std::io::Result<()> {
+        sys::confine_child()
     }
 }
 
