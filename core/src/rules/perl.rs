@@ -15,14 +15,15 @@
 //! are reported as [`Unsupported`]; so are patterns Perl itself rejects.
 //!
 //! The first four of those still run, through [`backtrack()`]: a relaxed
-//! translation for the automaton and an exact [`Program`] that confirms its hits.
+//! translation for the automaton and an exact [`backtrack::Program`] that confirms
+//! its hits.
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
-use super::backtrack::{self, Backtrack, BacktrackError, Program};
+use super::backtrack::{self, Backtrack, BacktrackError};
 
 /// Why a Perl regex has no translation into a linear-time automaton.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +106,7 @@ pub fn translate(perl: &str) -> Result<String, Unsupported> {
 }
 
 /// How a Perl regex literal runs: as an automaton alone, or as an automaton
-/// over a relaxed form whose hits a backtracking [`Program`] confirms.
+/// over a relaxed form whose hits a backtracking [`backtrack::Program`] confirms.
 pub enum Plan {
     /// The exact translation, as [`translate`] gives it.
     Automaton(String),
@@ -125,7 +126,8 @@ pub fn plan(perl: &str) -> Result<Plan, Unsupported> {
 
 /// Compiles a Perl regex literal that uses lookaround, backreferences, atomic
 /// groups or possessive quantifiers: a relaxed translation that matches every
-/// text the Perl regex matches (and has a DFA), and the exact backtracking [`Program`].
+/// text the Perl regex matches (and has a DFA), and the exact backtracking
+/// [`backtrack::Program`].
 pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
     let (body, flags) = split_literal(perl)?;
     let extended = translate_backtracking(body, flags)?;
@@ -133,11 +135,6 @@ pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
         BacktrackError::NoSuchGroup(_) => Unsupported::Invalid(e.to_string()),
         _ => Unsupported::Construct(e.to_string()),
     })
-}
-
-/// Convenience for tests and tools: only the exact program of [`backtrack()`].
-pub fn backtrack_program(perl: &str) -> Result<Program, Unsupported> {
-    backtrack(perl).map(|b| b.program)
 }
 
 /// Splits a regex literal into its body and modifier letters, the way
