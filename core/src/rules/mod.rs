@@ -1,5 +1,6 @@
 //! SpamAssassin rules: the `.cf` language ([`cf`]), Perl regex translation
-//! ([`perl`]), and the compiled, immutable [`RuleSet`] a scan runs.
+//! ([`perl`]), a bounded backtracking matcher for the Perl constructs with no DFA
+//! form ([`backtrack`]), and the compiled, immutable [`RuleSet`] a scan runs.
 //!
 //! Loading is two steps. [`cf::Parser`] reads rule files into a [`Config`], a
 //! plain model of every rule and setting; nothing in it is compiled. [`RuleSet::compile`]
@@ -11,6 +12,7 @@ use alloc::vec::Vec;
 
 use crate::score::Score;
 
+pub mod backtrack;
 pub mod cf;
 pub mod eval;
 pub mod perl;

@@ -13,11 +13,17 @@
 //! Constructs a linear-time automaton cannot run (lookaround, backreferences,
 //! atomic groups, possessive quantifiers, recursion, `\G`, `\K`, embedded code)
 //! are reported as [`Unsupported`]; so are patterns Perl itself rejects.
+//!
+//! The first four of those still run, through [`backtrack()`]: a relaxed
+//! translation for the automaton and an exact [`backtrack::Program`] that confirms
+//! its hits.
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::Write as _;
+
+use super::backtrack::{self, Backtrack, BacktrackError};
 
 /// Why a Perl regex has no translation into a linear-time automaton.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +42,17 @@ pub enum Unsupported {
     Construct(String),
     /// Not a valid Perl regex: Perl itself would reject it.
     Invalid(String),
+}
+
+impl Unsupported {
+    /// Whether [`backtrack()`] may run a pattern refused for this reason: it has
+    /// lookaround, backreferences, atomic groups or possessive quantifiers.
+    pub fn needs_backtracking(&self) -> bool {
+        matches!(
+            self,
+            Unsupported::Lookaround | Unsupported::Backreference | Unsupported::AtomicGroup | Unsupported::Possessive
+        )
+    }
 }
 
 impl core::fmt::Display for Unsupported {
@@ -86,6 +103,38 @@ fn construct(what: &str) -> Unsupported {
 pub fn translate(perl: &str) -> Result<String, Unsupported> {
     let (body, flags) = split_literal(perl)?;
     translate_body(body, flags)
+}
+
+/// How a Perl regex literal runs: as an automaton alone, or as an automaton
+/// over a relaxed form whose hits a backtracking [`backtrack::Program`] confirms.
+pub enum Plan {
+    /// The exact translation, as [`translate`] gives it.
+    Automaton(String),
+    /// The pattern needs Perl's backtracking semantics.
+    Backtrack(Backtrack),
+}
+
+/// [`translate`], or when that fails for a reason [`Unsupported::needs_backtracking`]
+/// accepts, [`backtrack()`].
+pub fn plan(perl: &str) -> Result<Plan, Unsupported> {
+    match translate(perl) {
+        Ok(t) => Ok(Plan::Automaton(t)),
+        Err(why) if why.needs_backtracking() => backtrack(perl).map(Plan::Backtrack),
+        Err(why) => Err(why),
+    }
+}
+
+/// Compiles a Perl regex literal that uses lookaround, backreferences, atomic
+/// groups or possessive quantifiers: a relaxed translation that matches every
+/// text the Perl regex matches (and has a DFA), and the exact backtracking
+/// [`backtrack::Program`].
+pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
+    let (body, flags) = split_literal(perl)?;
+    let extended = translate_backtracking(body, flags)?;
+    backtrack::compile_extended(&extended).map_err(|e| match e {
+        BacktrackError::NoSuchGroup(_) => Unsupported::Invalid(e.to_string()),
+        _ => Unsupported::Construct(e.to_string()),
+    })
 }
 
 /// Splits a regex literal into its body and modifier letters, the way
@@ -148,6 +197,27 @@ fn has_unescaped(body: &[u8], delim: u8) -> bool {
 /// Translates a regex body with its modifier letters (`i m s x`; `o g c` ignored;
 /// `a d l n p` change nothing on bytes; others unsupported).
 pub fn translate_body(body: &str, flags: &str) -> Result<String, Unsupported> {
+    translate_with(body, flags, Mode::Automaton)
+}
+
+/// What a translation is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// regex-automata syntax; constructs without a DFA form are errors.
+    Automaton,
+    /// regex-syntax with the placeholder groups [`backtrack`] reads: Perl captures
+    /// are named groups, lookarounds, atomic groups and backreferences are
+    /// specially named groups (see `backtrack::Special`).
+    Backtrack,
+}
+
+/// The backtracking translation of a regex body: regex-syntax with the named
+/// placeholder groups `backtrack` reads.
+pub(crate) fn translate_backtracking(body: &str, flags: &str) -> Result<String, Unsupported> {
+    translate_with(body, flags, Mode::Backtrack)
+}
+
+fn translate_with(body: &str, flags: &str, mode: Mode) -> Result<String, Unsupported> {
     let mut prefix = String::new();
     let mut x = false;
     for f in flags.bytes() {
@@ -164,7 +234,8 @@ pub fn translate_body(body: &str, flags: &str) -> Result<String, Unsupported> {
             other => return Err(Unsupported::Invalid(format!("unknown modifier /{}", char::from(other)))),
         }
     }
-    let mut t = Translator::new(body.as_bytes(), x);
+    let mut t = Translator::new(body.as_bytes(), x, mode);
+    t.i = prefix.contains('i');
     t.run()?;
     if prefix.is_empty() {
         Ok(t.out)
@@ -194,16 +265,35 @@ enum Member {
     Set(String),
 }
 
+/// What an open group saved.
+struct OpenGroup {
+    /// `x` outside the group.
+    x: bool,
+    /// `i` outside the group.
+    i: bool,
+    /// Where the group's text starts in the output.
+    out_start: usize,
+}
+
 struct Translator<'a> {
     src: &'a [u8],
     pos: usize,
     out: String,
+    mode: Mode,
     /// Extended (`/x`) mode in effect.
     x: bool,
-    /// Saved `x` of each open group.
-    groups: Vec<bool>,
+    /// Case-insensitive (`/i`) mode in effect.
+    i: bool,
+    /// The open groups.
+    groups: Vec<OpenGroup>,
     /// Capture groups opened so far (decides `\10`: backreference or octal).
     captures: u32,
+    /// Named capture groups: name, number.
+    names: Vec<(Vec<u8>, u32)>,
+    /// Placeholder groups emitted so far (their names must differ).
+    specials: u32,
+    /// Where the last atom starts in the output (a possessive quantifier wraps it).
+    atom_start: usize,
     prev: Prev,
     /// Inside `\Q...\E`.
     quoting: bool,
@@ -277,17 +367,55 @@ fn posix_set(name: &str, negated: bool) -> String {
 }
 
 impl<'a> Translator<'a> {
-    fn new(src: &'a [u8], x: bool) -> Self {
+    fn new(src: &'a [u8], x: bool, mode: Mode) -> Self {
         Translator {
             src,
             pos: 0,
             out: String::with_capacity(src.len() + 8),
+            mode,
             x,
+            i: false,
             groups: Vec::new(),
             captures: 0,
+            names: Vec::new(),
+            specials: 0,
+            atom_start: 0,
             prev: Prev::Nothing,
             quoting: false,
         }
+    }
+
+    /// The next placeholder number.
+    fn special(&mut self) -> u32 {
+        self.specials = self.specials.saturating_add(1);
+        self.specials
+    }
+
+    /// Opens a placeholder group of `kind` ([`backtrack::Special`] prefix), or
+    /// refuses it with `why` when translating for an automaton.
+    fn open_special(&mut self, kind: &str, why: Unsupported) -> Result<(), Unsupported> {
+        if self.mode == Mode::Automaton {
+            return Err(why);
+        }
+        let k = self.special();
+        let text = format!("(?P<{kind}{k}>");
+        self.open(self.x, self.i, &text)
+    }
+
+    /// A backreference to group `n`.
+    fn backref(&mut self, n: u32) -> Result<(), Unsupported> {
+        if self.mode == Mode::Automaton {
+            return Err(Unsupported::Backreference);
+        }
+        if n == 0 {
+            return Err(invalid("reference to group 0"));
+        }
+        let k = self.special();
+        let kind = if self.i { backtrack::Special::BACKREF_FOLD } else { backtrack::Special::BACKREF };
+        // The group's content only keeps regex-syntax from treating it as empty.
+        let _ = write!(self.out, "(?P<{kind}{k}_{n}>(?s:.)*)");
+        self.prev = Prev::Atom;
+        Ok(())
     }
 
     fn peek(&self) -> Option<u8> {
@@ -306,6 +434,7 @@ impl<'a> Translator<'a> {
 
     fn run(&mut self) -> Result<(), Unsupported> {
         while let Some(b) = self.peek() {
+            let before = self.out.len();
             if self.quoting {
                 if b == b'\\' && self.peek_at(1) == Some(b'E') {
                     self.pos += 2;
@@ -313,6 +442,7 @@ impl<'a> Translator<'a> {
                 } else {
                     self.pos += 1;
                     self.literal(u32::from(b))?;
+                    self.atom_start = before;
                 }
                 continue;
             }
@@ -337,9 +467,12 @@ impl<'a> Translator<'a> {
                 b'(' => self.open_group()?,
                 b')' => {
                     let saved = self.groups.pop().ok_or_else(|| invalid("unmatched )"))?;
-                    self.x = saved;
+                    self.x = saved.x;
+                    self.i = saved.i;
                     self.out.push(')');
                     self.prev = Prev::Atom;
+                    self.atom_start = saved.out_start;
+                    continue;
                 }
                 b'|' => {
                     self.out.push('|');
@@ -361,6 +494,9 @@ impl<'a> Translator<'a> {
                 }
                 b'.' => self.atom("."),
                 _ => self.literal(u32::from(b))?,
+            }
+            if self.prev == Prev::Atom && self.out.len() > before {
+                self.atom_start = before;
             }
         }
         if !self.groups.is_empty() {
@@ -408,7 +544,19 @@ impl<'a> Translator<'a> {
                 self.pos += 1;
                 self.out.push('?');
             }
-            Some(b'+') => return Err(Unsupported::Possessive),
+            Some(b'+') if self.mode == Mode::Automaton => return Err(Unsupported::Possessive),
+            Some(b'+') => {
+                // `a*+` is `(?>a*)`.
+                self.pos += 1;
+                let k = self.special();
+                let start = self.atom_start.min(self.out.len());
+                let open = format!("(?P<{}{k}>", backtrack::Special::ATOMIC);
+                if !self.out.is_char_boundary(start) {
+                    return Err(invalid("possessive quantifier on nothing"));
+                }
+                self.out.insert_str(start, &open);
+                self.out.push(')');
+            }
             _ => {}
         }
         self.prev = Prev::Quantified;
@@ -464,12 +612,13 @@ impl<'a> Translator<'a> {
         Ok(Some((q, i)))
     }
 
-    fn open(&mut self, new_x: bool, text: &str) -> Result<(), Unsupported> {
+    fn open(&mut self, new_x: bool, new_i: bool, text: &str) -> Result<(), Unsupported> {
         if self.groups.len() >= MAX_GROUP_DEPTH {
             return Err(construct("groups nested too deep"));
         }
-        self.groups.push(self.x);
+        self.groups.push(OpenGroup { x: self.x, i: self.i, out_start: self.out.len() });
         self.x = new_x;
+        self.i = new_i;
         self.out.push_str(text);
         self.prev = Prev::Nothing;
         Ok(())
@@ -479,18 +628,26 @@ impl<'a> Translator<'a> {
     fn open_group(&mut self) -> Result<(), Unsupported> {
         match self.peek() {
             Some(b'*') => {
+                use backtrack::Special;
                 let rest = self.src.get(self.pos + 1..).unwrap_or(&[]);
-                let starts = |p: &[u8]| rest.starts_with(p);
-                if starts(b"atomic:") {
-                    return Err(Unsupported::AtomicGroup);
-                }
-                if [b"pla:" as &[u8], b"plb:", b"nla:", b"nlb:", b"positive_look", b"negative_look"]
-                    .iter()
-                    .any(|p| starts(p))
-                {
-                    return Err(Unsupported::Lookaround);
-                }
-                Err(construct("backtracking control verb"))
+                const VERBS: &[(&[u8], &str)] = &[
+                    (b"atomic:", Special::ATOMIC),
+                    (b"pla:", Special::AHEAD),
+                    (b"positive_lookahead:", Special::AHEAD),
+                    (b"nla:", Special::NOT_AHEAD),
+                    (b"negative_lookahead:", Special::NOT_AHEAD),
+                    (b"plb:", Special::BEHIND),
+                    (b"positive_lookbehind:", Special::BEHIND),
+                    (b"nlb:", Special::NOT_BEHIND),
+                    (b"negative_lookbehind:", Special::NOT_BEHIND),
+                ];
+                let Some(&(verb, kind)) = VERBS.iter().find(|(verb, _)| rest.starts_with(verb)) else {
+                    return Err(construct("backtracking control verb"));
+                };
+                let why = if kind == Special::ATOMIC { Unsupported::AtomicGroup } else { Unsupported::Lookaround };
+                self.open_special(kind, why)?;
+                self.pos += 1 + verb.len();
+                Ok(())
             }
             Some(b'?') => {
                 self.pos += 1;
@@ -498,13 +655,26 @@ impl<'a> Translator<'a> {
             }
             _ => {
                 self.captures = self.captures.saturating_add(1);
-                self.open(self.x, "(?:")
+                self.open_capture()
+            }
+        }
+    }
+
+    /// Opens capture group number `self.captures`: a plain group for an
+    /// automaton, a named one for a backtracking program.
+    fn open_capture(&mut self) -> Result<(), Unsupported> {
+        match self.mode {
+            Mode::Automaton => self.open(self.x, self.i, "(?:"),
+            Mode::Backtrack => {
+                let text = format!("(?P<{}{}>", backtrack::Special::CAPTURE, self.captures);
+                self.open(self.x, self.i, &text)
             }
         }
     }
 
     /// After `(?`.
     fn extended_group(&mut self) -> Result<(), Unsupported> {
+        use backtrack::Special;
         let Some(c) = self.peek() else {
             return Err(invalid("unterminated group"));
         };
@@ -517,14 +687,33 @@ impl<'a> Translator<'a> {
                 }
                 Err(invalid("unterminated (?# comment"))
             }
-            b':' | b'|' => {
+            b':' => {
                 self.pos += 1;
-                self.open(self.x, "(?:")
+                self.open(self.x, self.i, "(?:")
             }
-            b'=' | b'!' => Err(Unsupported::Lookaround),
-            b'>' => Err(Unsupported::AtomicGroup),
+            // Branch reset renumbers captures: fine when nothing reads them.
+            b'|' if self.mode == Mode::Automaton => {
+                self.pos += 1;
+                self.open(self.x, self.i, "(?:")
+            }
+            b'|' => Err(construct("branch reset (?|...) with backtracking")),
+            b'=' | b'!' | b'>' => {
+                let (kind, why) = match c {
+                    b'=' => (Special::AHEAD, Unsupported::Lookaround),
+                    b'!' => (Special::NOT_AHEAD, Unsupported::Lookaround),
+                    _ => (Special::ATOMIC, Unsupported::AtomicGroup),
+                };
+                self.open_special(kind, why)?;
+                self.pos += 1;
+                Ok(())
+            }
             b'<' => match self.peek_at(1) {
-                Some(b'=' | b'!') => Err(Unsupported::Lookaround),
+                Some(d @ (b'=' | b'!')) => {
+                    let kind = if d == b'=' { Special::BEHIND } else { Special::NOT_BEHIND };
+                    self.open_special(kind, Unsupported::Lookaround)?;
+                    self.pos += 2;
+                    Ok(())
+                }
                 _ => {
                     self.pos += 1;
                     self.named_group(b'>')
@@ -539,7 +728,11 @@ impl<'a> Translator<'a> {
                     self.pos += 2;
                     self.named_group(b'>')
                 }
-                Some(b'=') => Err(Unsupported::Backreference),
+                Some(b'=') => {
+                    self.pos += 2;
+                    let n = self.named_reference(b')')?;
+                    self.backref(n)
+                }
                 Some(b'>') => Err(construct("recursion")),
                 _ => Err(invalid("unknown (?P construct")),
             },
@@ -553,24 +746,47 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// After `(?<`, `(?'` or `(?P<`: a named capture group, made non-capturing.
-    fn named_group(&mut self, close: u8) -> Result<(), Unsupported> {
+    /// A group name up to `close` (consumed); `None` when not a valid name.
+    fn group_name(&mut self, close: u8) -> Option<Vec<u8>> {
         let start = self.pos;
         while let Some(b) = self.peek() {
             if b == close {
                 break;
             }
             if !is_word_byte(b) {
-                return Err(invalid("bad group name"));
+                return None;
             }
             self.pos += 1;
         }
-        let name = self.src.get(start..self.pos).unwrap_or(&[]);
+        let name = self.src.get(start..self.pos).unwrap_or(&[]).to_vec();
         if self.bump() != Some(close) || name.first().is_none_or(|b| b.is_ascii_digit()) {
-            return Err(invalid("bad group name"));
+            return None;
         }
+        Some(name)
+    }
+
+    /// After `(?<`, `(?'` or `(?P<`: a named capture group.
+    fn named_group(&mut self, close: u8) -> Result<(), Unsupported> {
+        let name = self.group_name(close).ok_or_else(|| invalid("bad group name"))?;
         self.captures = self.captures.saturating_add(1);
-        self.open(self.x, "(?:")
+        if self.mode == Mode::Backtrack {
+            self.names.push((name, self.captures));
+        }
+        self.open_capture()
+    }
+
+    /// A reference by name up to `close`: the number of the group of that name.
+    fn named_reference(&mut self, close: u8) -> Result<u32, Unsupported> {
+        if self.mode == Mode::Automaton {
+            return Err(Unsupported::Backreference);
+        }
+        let name = self.group_name(close).ok_or_else(|| invalid("bad group name in reference"))?;
+        let mut found = self.names.iter().filter(|(n, _)| *n == name).map(|&(_, number)| number);
+        match (found.next(), found.next()) {
+            (Some(n), None) => Ok(n),
+            (Some(_), Some(_)) => Err(construct("reference to a duplicated group name")),
+            (None, _) => Err(invalid("reference to an unknown group name")),
+        }
     }
 
     /// After `(?`: `(?flags)`, `(?flags:`, `(?^flags:`, `(?on-off:`.
@@ -633,14 +849,17 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        let (i_on, i_off) = (on.first().copied().unwrap_or(false), off.first().copied().unwrap_or(false));
+        let new_i = if i_off { false } else { i_on || self.i };
         if terminator == b':' {
             let new_x = x_set.unwrap_or(self.x);
             let text = format!("(?{flags}:");
-            self.open(new_x, &text)
+            self.open(new_x, new_i, &text)
         } else {
             if let Some(x) = x_set {
                 self.x = x;
             }
+            self.i = new_i;
             if !flags.is_empty() {
                 let _ = write!(self.out, "(?{flags})");
             }
@@ -686,7 +905,17 @@ impl<'a> Translator<'a> {
             b'Q' => self.quoting = true,
             b'E' => {}
             b'U' | b'L' | b'u' | b'l' | b'F' => return Err(construct("case-changing escape")),
-            b'g' | b'k' => return Err(Unsupported::Backreference),
+            b'g' => self.g_reference()?,
+            b'k' => {
+                let close = match self.bump() {
+                    Some(b'<') => b'>',
+                    Some(b'{') => b'}',
+                    Some(b'\'') => b'\'',
+                    _ => return Err(invalid("bad \\k reference")),
+                };
+                let n = self.named_reference(close)?;
+                self.backref(n)?;
+            }
             b'1'..=b'9' => self.number_escape(c)?,
             _ => {
                 let cp = self.char_escape(c)?;
@@ -705,11 +934,47 @@ impl<'a> Translator<'a> {
             self.pos += 1;
         }
         if n < 10 || n <= self.captures || first > b'7' {
-            return Err(Unsupported::Backreference);
+            return self.backref(n);
         }
         self.pos = start;
         let cp = self.octal_digits(u32::from(first - b'0'), 2);
         self.literal(cp)
+    }
+
+    /// After `\\g`: `\\gN`, `\\g-N`, `\\g{N}`, `\\g{-N}`, `\\g{name}`.
+    fn g_reference(&mut self) -> Result<(), Unsupported> {
+        if self.mode == Mode::Automaton {
+            return Err(Unsupported::Backreference);
+        }
+        let braced = self.peek() == Some(b'{');
+        if braced {
+            self.pos += 1;
+            if self.peek().is_some_and(|b| is_word_byte(b) && !b.is_ascii_digit()) {
+                let n = self.named_reference(b'}')?;
+                return self.backref(n);
+            }
+        }
+        let relative = self.peek() == Some(b'-');
+        if relative {
+            self.pos += 1;
+        }
+        let mut n: u32 = 0;
+        let mut digits = 0;
+        while let Some(d) = self.peek().filter(|d| d.is_ascii_digit()) {
+            n = n.saturating_mul(10).saturating_add(u32::from(d - b'0'));
+            self.pos += 1;
+            digits += 1;
+        }
+        if digits == 0 || (braced && self.bump() != Some(b'}')) {
+            return Err(invalid("bad \\g reference"));
+        }
+        if relative {
+            n = (self.captures + 1)
+                .checked_sub(n)
+                .filter(|&g| g > 0)
+                .ok_or_else(|| invalid("bad relative reference"))?;
+        }
+        self.backref(n)
     }
 
     /// Reads up to `more` octal digits after an initial value.
@@ -1288,6 +1553,73 @@ mod tests {
                 check_parses(out);
             }
         }
+    }
+
+    #[test]
+    fn backtracking_translation_table() {
+        const ANY: &str = "(?s:.)*";
+        let rows: &[(&str, Result<String, Unsupported>)] = &[
+            ("/(a)\\1/", Ok(format!("(?P<c1>a)(?P<r1_1>{ANY})"))),
+            ("/(a)\\1/i", Ok(format!("(?i)(?P<c1>a)(?P<ri1_1>{ANY})"))),
+            ("/(a)(?i)\\1/", Ok(format!("(?P<c1>a)(?i)(?P<ri1_1>{ANY})"))),
+            ("/(?i:(a))\\1/", Ok(format!("(?i:(?P<c1>a))(?P<r1_1>{ANY})"))),
+            ("/(?i)(?-i:(a)\\1)/", Ok(format!("(?i)(?-i:(?P<c1>a)(?P<r1_1>{ANY}))"))),
+            ("/(?^i:(a)\\1)/", Ok(format!("(?i-ms:(?P<c1>a)(?P<ri1_1>{ANY}))"))),
+            (
+                "/(?<n>a)\\k<n>\\k{n}\\k'n'(?P=n)/",
+                Ok(format!("(?P<c1>a)(?P<r1_1>{ANY})(?P<r2_1>{ANY})(?P<r3_1>{ANY})(?P<r4_1>{ANY})")),
+            ),
+            (
+                "/(a)(b)\\g1\\g{2}\\g-1\\g{-2}/",
+                Ok(format!("(?P<c1>a)(?P<c2>b)(?P<r1_1>{ANY})(?P<r2_2>{ANY})(?P<r3_2>{ANY})(?P<r4_1>{ANY})")),
+            ),
+            ("/(?=a)(?!b)(?<=c)(?<!d)(?>e)/", Ok(String::from("(?P<pa1>a)(?P<na2>b)(?P<pb3>c)(?P<nb4>d)(?P<at5>e)"))),
+            ("/(*pla:a)(*negative_lookbehind:b)(*atomic:c)/", Ok(String::from("(?P<pa1>a)(?P<nb2>b)(?P<at3>c)"))),
+            ("/a++/", Ok(String::from("(?P<at1>a+)"))),
+            ("/x\\d*+y/", Ok(String::from("x(?P<at1>\\d*)y"))),
+            ("/(?:ab){2}+/", Ok(String::from("(?P<at1>(?:ab){2})"))),
+            ("/(a)?+/", Ok(String::from("(?P<at1>(?P<c1>a)?)"))),
+            ("/\\x{2019}++/", Ok(String::from("(?P<at1>(?:\\xE2\\x80\\x99)+)"))),
+            ("/a\\Q+\\E++/", Ok(String::from("a(?P<at1>\\++)"))),
+            ("/[ab]*+/", Ok(String::from("(?P<at1>[ab]*)"))),
+            ("/(?|(a)|(b))\\1/", Err(Unsupported::Construct(String::from("branch reset (?|...) with backtracking")))),
+            ("/\\k<x>(?<x>a)/", Err(Unsupported::Invalid(String::from("reference to an unknown group name")))),
+            (
+                "/(?<x>a)(?<x>b)\\k<x>/",
+                Err(Unsupported::Construct(String::from("reference to a duplicated group name"))),
+            ),
+            ("/(a)\\g{-2}/", Err(Unsupported::Invalid(String::from("bad relative reference")))),
+            ("/\\g/", Err(Unsupported::Invalid(String::from("bad \\g reference")))),
+            ("/(?=a)\\G/", Err(Unsupported::Construct(String::from("\\G")))),
+        ];
+        for (perl, want) in rows {
+            let (body, flags) = split_literal(perl).expect("literal");
+            let got = translate_backtracking(body, flags);
+            assert_eq!(&got, want, "{perl}");
+            if let Ok(out) = &got {
+                check_parses(out);
+            }
+        }
+    }
+
+    #[test]
+    fn plan_table() {
+        let rows: &[(&str, Result<bool, Unsupported>)] = &[
+            ("/abc/", Ok(false)),
+            ("/a(?=b)/", Ok(true)),
+            ("/(a)\\1/", Ok(true)),
+            ("/(?>a)/", Ok(true)),
+            ("/a++/", Ok(true)),
+            ("/(a)\\2/", Err(Unsupported::Invalid(String::from("reference to nonexistent group 2")))),
+            ("/(?=a)\\p{L}/", Err(Unsupported::Construct(String::from("\\p{} Unicode property")))),
+            ("/\\p{L}/", Err(Unsupported::Construct(String::from("\\p{} Unicode property")))),
+        ];
+        for (perl, want) in rows {
+            let got = plan(perl).map(|p| matches!(p, Plan::Backtrack(_)));
+            assert_eq!(&got, want, "{perl}");
+        }
+        assert!(Unsupported::Lookaround.needs_backtracking());
+        assert!(!Unsupported::Construct(String::from("\\G")).needs_backtracking());
     }
 
     #[test]

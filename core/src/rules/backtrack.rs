@@ -1,0 +1,2027 @@
+//! A bounded backtracking matcher for the Perl constructs that have no DFA form:
+//! lookahead and lookbehind (positive and negative), backreferences, atomic groups
+//! and possessive quantifiers.
+//!
+//! A pattern that uses them is compiled twice (see [`crate::rules::perl::backtrack`]):
+//! - a **relaxed** regex for the DFA and its literal prefilter, which matches every
+//!   text the Perl regex matches (lookarounds dropped, or kept as plain text where
+//!   that is sound; a backreference replaced by its group's pattern; atomic and
+//!   possessive made plain; long counted repetitions opened up), so the automaton
+//!   never loses a hit;
+//! - an exact **[`Program`]** with Perl's leftmost, priority-ordered semantics,
+//!   run only on the texts (lines) where the relaxed DFA matched.
+//!
+//! A run is bounded: every instruction, every backtrack and every byte a
+//! repetition scans costs a step, and a call stops after the scratch's step
+//! budget (a base plus an allowance per byte of text, so the work stays linear
+//! in the text) or when its fixed stack is full, with the answer [`Undecided`]. The
+//! stack is explicit (no recursion on input) and sized when the scratch is made,
+//! so a warm call allocates nothing.
+//!
+//! An undecided text must never make a rule hit: a `=~` rule counts it as not
+//! matching, a `!~` rule as matching. Perl itself would always decide, so either
+//! way can disagree with SpamAssassin; this way no rule fires on a guess, which
+//! suits SpamAssassin's aversion to false positives (most rules add score). The
+//! relaxed DFA's answer is no guide here: dropping a negative
+//! lookaround turns an exclusion into a match, so it is often far too broad.
+//! Exhaustion is rare: none in 41,000 runs over stock rules and corpus mail
+//! (`core/tests/backtrack_stock.rs`).
+//!
+//! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
+//! are the translated byte classes, `$` is end of text.
+
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Look};
+
+/// Names of the placeholder groups perl.rs writes in its backtracking translation.
+/// A capture `(?P<c3>...)` is Perl group 3; a backreference is an (otherwise
+/// meaningless) group named `r{k}_{n}` or, under `/i`, `ri{k}_{n}`; `{k}` only
+/// keeps names unique.
+pub(crate) struct Special;
+
+impl Special {
+    /// A Perl capture group; the number follows.
+    pub(crate) const CAPTURE: &'static str = "c";
+    /// `(?=...)`
+    pub(crate) const AHEAD: &'static str = "pa";
+    /// `(?!...)`
+    pub(crate) const NOT_AHEAD: &'static str = "na";
+    /// `(?<=...)`
+    pub(crate) const BEHIND: &'static str = "pb";
+    /// `(?<!...)`
+    pub(crate) const NOT_BEHIND: &'static str = "nb";
+    /// `(?>...)`, and a possessive quantifier with its atom.
+    pub(crate) const ATOMIC: &'static str = "at";
+    /// A backreference, case-sensitive.
+    pub(crate) const BACKREF: &'static str = "r";
+    /// A backreference under `/i`.
+    pub(crate) const BACKREF_FOLD: &'static str = "ri";
+}
+
+/// Steps a call may take by default, whatever the text's length.
+pub const DEFAULT_STEP_BUDGET: u32 = 100_000;
+/// Steps a call may take by default for each byte of the text, on top of
+/// [`DEFAULT_STEP_BUDGET`]: a pattern that is linear in practice gets through a
+/// long text, while catastrophic backtracking is still cut off, and the work for
+/// one message stays linear in its size.
+pub const DEFAULT_STEPS_PER_BYTE: u32 = 32;
+/// Backtracking frames a scratch holds by default (20 bytes each).
+pub const DEFAULT_STACK_FRAMES: usize = 2048;
+
+/// Most instructions in one program.
+const MAX_INSTS: usize = 1 << 16;
+/// Deepest HIR nesting walked.
+const MAX_DEPTH: usize = 300;
+/// Nesting limit given to the parser.
+const NEST_LIMIT: u32 = 250;
+/// Perl's longest lookbehind.
+const MAX_LOOKBEHIND: u32 = 255;
+/// In the relaxed form, counted repetitions with bounds above this become open
+/// (`X{0,2048}` is `X*`): the DFA stays small, the program is still exact.
+const RELAX_REPEAT: u32 = 16;
+/// "No position", "no marker", "no follow class".
+const NONE: u32 = u32::MAX;
+const NO_CLASS: u16 = u16::MAX;
+/// A repetition's maximum when it has none (Perl's own counts stop at 65534).
+const UNBOUNDED: u16 = u16::MAX;
+
+/// A stored repetition bound as a count (`UNBOUNDED`: no bound).
+fn wide(bound: u16) -> u32 {
+    if bound == UNBOUNDED {
+        NONE
+    } else {
+        u32::from(bound)
+    }
+}
+
+/// A count as stored in an instruction.
+fn narrow(count: u32) -> Result<u16, BacktrackError> {
+    u16::try_from(count).ok().filter(|&c| c != UNBOUNDED).ok_or(BacktrackError::TooLarge)
+}
+
+/// Why a pattern has no backtracking program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BacktrackError {
+    /// The translation did not parse (a bug in the translation, or a limit).
+    Parse(String),
+    /// A backreference to a group the pattern does not have (Perl rejects it too).
+    NoSuchGroup(u32),
+    /// A lookbehind with no bound on its length, or longer than Perl allows.
+    Lookbehind,
+    /// A construct the matcher does not implement, named.
+    Construct(&'static str),
+    /// More instructions, classes or counters than a program may have.
+    TooLarge,
+    /// Nested too deeply.
+    TooDeep,
+}
+
+impl fmt::Display for BacktrackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BacktrackError::Parse(e) => write!(f, "backtracking translation does not parse: {e}"),
+            BacktrackError::NoSuchGroup(n) => write!(f, "reference to nonexistent group {n}"),
+            BacktrackError::Lookbehind => f.write_str("lookbehind of unbounded length or longer than 255"),
+            BacktrackError::Construct(what) => write!(f, "{what} in a backtracking pattern"),
+            BacktrackError::TooLarge => f.write_str("backtracking program too large"),
+            BacktrackError::TooDeep => f.write_str("backtracking pattern nested too deeply"),
+        }
+    }
+}
+
+/// Why a call gave no answer. The text must not make the rule hit (see the module
+/// documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Undecided {
+    /// The step budget ran out.
+    StepLimit,
+    /// The backtracking stack is full.
+    StackLimit,
+    /// The text is longer than positions can count (4 GiB).
+    TooLong,
+}
+
+impl fmt::Display for Undecided {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Undecided::StepLimit => f.write_str("backtracking step budget exhausted"),
+            Undecided::StackLimit => f.write_str("backtracking stack full"),
+            Undecided::TooLong => f.write_str("text too long for the backtracking matcher"),
+        }
+    }
+}
+
+/// A pattern compiled both ways: see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Backtrack {
+    /// regex-automata syntax (bytes, no Unicode) matching at least every text the
+    /// Perl regex matches: build the DFA and the prefilter literals from it.
+    pub relaxed: String,
+    /// The exact matcher that confirms the relaxed DFA's hits.
+    pub program: Program,
+}
+
+/// 256 bits: a set of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct ByteSet {
+    lo: u128,
+    hi: u128,
+}
+
+impl ByteSet {
+    const ALL: ByteSet = ByteSet { lo: u128::MAX, hi: u128::MAX };
+
+    fn contains(&self, b: u8) -> bool {
+        if b < 128 {
+            self.lo >> b & 1 == 1
+        } else {
+            self.hi >> (b - 128) & 1 == 1
+        }
+    }
+
+    fn insert(&mut self, b: u8) {
+        if b < 128 {
+            self.lo |= 1 << b;
+        } else {
+            self.hi |= 1 << (b - 128);
+        }
+    }
+
+    fn single(b: u8) -> ByteSet {
+        let mut s = ByteSet::default();
+        s.insert(b);
+        s
+    }
+
+    fn union(self, other: ByteSet) -> ByteSet {
+        ByteSet { lo: self.lo | other.lo, hi: self.hi | other.hi }
+    }
+
+    fn count(&self) -> u32 {
+        self.lo.count_ones() + self.hi.count_ones()
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(|&b| self.contains(b))
+    }
+
+    fn of_class(class: &Class) -> Result<ByteSet, BacktrackError> {
+        let mut s = ByteSet::default();
+        match class {
+            Class::Bytes(c) => {
+                for r in c.iter() {
+                    for b in r.start()..=r.end() {
+                        s.insert(b);
+                    }
+                }
+            }
+            Class::Unicode(c) => {
+                for r in c.iter() {
+                    let (lo, hi) = (u32::from(r.start()), u32::from(r.end()));
+                    let (Ok(lo), Ok(hi)) = (u8::try_from(lo), u8::try_from(hi)) else {
+                        return Err(BacktrackError::Construct("class beyond bytes"));
+                    };
+                    for b in lo..=hi {
+                        s.insert(b);
+                    }
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// A zero-width assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Assert {
+    Start,
+    End,
+    StartLine,
+    EndLine,
+    Word,
+    NotWord,
+    WordStart,
+    WordEnd,
+    WordStartHalf,
+    WordEndHalf,
+}
+
+impl Assert {
+    fn of(look: Look) -> Result<Assert, BacktrackError> {
+        Ok(match look {
+            Look::Start => Assert::Start,
+            Look::End => Assert::End,
+            Look::StartLF => Assert::StartLine,
+            Look::EndLF => Assert::EndLine,
+            Look::WordAscii => Assert::Word,
+            Look::WordAsciiNegate => Assert::NotWord,
+            Look::WordStartAscii => Assert::WordStart,
+            Look::WordEndAscii => Assert::WordEnd,
+            Look::WordStartHalfAscii => Assert::WordStartHalf,
+            Look::WordEndHalfAscii => Assert::WordEndHalf,
+            _ => return Err(BacktrackError::Construct("Unicode or CRLF assertion")),
+        })
+    }
+}
+
+/// Which construct a marker frame belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MarkerKind {
+    Ahead,
+    NotAhead,
+    Behind,
+    NotBehind,
+    Atomic,
+}
+
+impl MarkerKind {
+    fn negative(self) -> bool {
+        matches!(self, MarkerKind::NotAhead | MarkerKind::NotBehind)
+    }
+
+    fn behind(self) -> bool {
+        matches!(self, MarkerKind::Behind | MarkerKind::NotBehind)
+    }
+}
+
+/// One instruction. `pc` values index `Program::insts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Inst {
+    /// The whole pattern matched.
+    Match,
+    Byte(u8),
+    /// `len` bytes of `Program::bytes` from `start`.
+    Literal {
+        start: u32,
+        len: u32,
+    },
+    /// One byte of class `Program::classes[.0]`.
+    Class(u16),
+    Look(Assert),
+    /// Go on at `first`; on failure, at `second`. With a `guard` class, go
+    /// straight to `second` when the next byte is not in it (`first` cannot match).
+    Split {
+        first: u32,
+        second: u32,
+        guard: u16,
+    },
+    Jump(u32),
+    /// One byte of `class`, `min..=max` times (`max` = `NONE`: no bound). `follow`:
+    /// the class the next byte must be in for the rest to match, or `NO_CLASS`.
+    Repeat {
+        class: u16,
+        min: u16,
+        max: u16,
+        greedy: bool,
+        possessive: bool,
+        follow: u16,
+    },
+    /// Starts a counted loop: its counter to 0.
+    RepeatStart {
+        counter: u16,
+    },
+    /// Loop head: enter the body (at `pc + 2`) or leave (at `exit`).
+    RepeatLoop {
+        counter: u16,
+        min: u16,
+        max: u16,
+        greedy: bool,
+        exit: u32,
+    },
+    /// At `pc + 1` of a lazy loop's head: enters the body when leaving failed.
+    RepeatEnter {
+        counter: u16,
+    },
+    /// End of the body: back to `loop_pc`, unless the iteration matched nothing.
+    RepeatEnd {
+        counter: u16,
+        loop_pc: u32,
+    },
+    /// A referenced capture group opens / closes.
+    Open(u16),
+    Close(u16),
+    /// The text captured by a group, again (ASCII case-folded when `fold`).
+    Backref {
+        slot: u16,
+        fold: bool,
+    },
+    /// A lookaround: its body follows; `end` is the instruction after its `LookEnd`.
+    LookStart {
+        kind: MarkerKind,
+        min: u16,
+        max: u16,
+        end: u32,
+    },
+    LookEnd,
+    AtomicStart,
+    AtomicEnd,
+}
+
+/// Where a match can start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    Anywhere,
+    /// Only at the start of the text.
+    Start,
+    /// Only at the start of a line.
+    Line,
+}
+
+/// The exact matcher of one pattern. Immutable; runs with a [`BacktrackScratch`].
+#[derive(Debug, Clone)]
+pub struct Program {
+    insts: Vec<Inst>,
+    classes: Vec<ByteSet>,
+    bytes: Vec<u8>,
+    /// Capture groups a backreference reads.
+    groups: usize,
+    counters: usize,
+    anchor: Anchor,
+    /// Bytes a match can start with; `None`: any, or an empty match.
+    first: Option<ByteSet>,
+    /// Shortest match.
+    min_len: u32,
+    /// The pattern starts with `X+` (greedy or possessive, unbounded): when an
+    /// attempt inside a run of X fails, the rest of the run fails too (Perl's
+    /// PREGf_SKIP), so only the first position of each run is tried.
+    skip_runs: Option<u16>,
+}
+
+/// Working memory of the matcher, reused across programs and calls.
+pub struct BacktrackScratch {
+    stack: Vec<Frame>,
+    stack_limit: usize,
+    groups: Vec<GroupSlots>,
+    counters: Vec<CounterSlots>,
+    budget: u32,
+    per_byte: u32,
+    last_steps: u32,
+    deepest: usize,
+}
+
+/// Matches counted the way Perl's `/g` finds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatchCount {
+    /// Matches found.
+    pub count: u32,
+    /// Set when counting stopped before the text was searched to its end.
+    pub undecided: Option<Undecided>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct GroupSlots {
+    /// Where the group's current attempt began.
+    open: u32,
+    /// The last completed capture.
+    start: u32,
+    end: u32,
+}
+
+impl GroupSlots {
+    const UNSET: GroupSlots = GroupSlots { open: NONE, start: NONE, end: NONE };
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CounterSlots {
+    count: u32,
+    /// Where the current iteration began.
+    start: u32,
+}
+
+/// A backtracking stack entry: a place to resume, or a change to undo.
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    Alt {
+        pc: u32,
+        pos: u32,
+    },
+    /// A greedy loop may stop after `count` iterations, the last begun at
+    /// `start`: the counter goes back to that and the match resumes at `pc`.
+    LoopExit {
+        pc: u32,
+        pos: u32,
+        slot: u16,
+        count: u32,
+        start: u32,
+    },
+    /// A greedy `Repeat` at `pc` may give bytes back down to `min`.
+    GiveBack {
+        pc: u32,
+        min: u32,
+        pos: u32,
+    },
+    /// A lazy `Repeat` at `pc` may take more, having taken `count`.
+    TakeMore {
+        pc: u32,
+        pos: u32,
+        count: u32,
+    },
+    /// The next start a lookbehind body (at `pc`) may try, up to `last`.
+    Behind {
+        pc: u32,
+        next: u32,
+        last: u32,
+    },
+    /// An open lookaround or atomic group: where it began, where it goes on
+    /// (`pc`), and the marker below it.
+    Marker {
+        kind: MarkerKind,
+        pos: u32,
+        pc: u32,
+        prev: u32,
+    },
+    UndoGroup {
+        slot: u16,
+        start: u32,
+        end: u32,
+    },
+    UndoOpen {
+        slot: u16,
+        open: u32,
+    },
+    UndoCounter {
+        slot: u16,
+        count: u32,
+        start: u32,
+    },
+}
+
+impl Frame {
+    fn is_undo(&self) -> bool {
+        matches!(self, Frame::UndoGroup { .. } | Frame::UndoOpen { .. } | Frame::UndoCounter { .. })
+    }
+}
+
+impl Default for BacktrackScratch {
+    fn default() -> Self {
+        BacktrackScratch::with_limits(DEFAULT_STEP_BUDGET, DEFAULT_STEPS_PER_BYTE, DEFAULT_STACK_FRAMES)
+    }
+}
+
+impl BacktrackScratch {
+    /// A scratch whose calls may take `budget + per_byte * text length` steps and
+    /// hold `frames` backtracking frames.
+    pub fn with_limits(budget: u32, per_byte: u32, frames: usize) -> Self {
+        BacktrackScratch {
+            stack: Vec::with_capacity(frames),
+            stack_limit: frames,
+            groups: Vec::new(),
+            counters: Vec::new(),
+            budget,
+            per_byte,
+            last_steps: 0,
+            deepest: 0,
+        }
+    }
+
+    /// A scratch with default limits, sized for all of `programs`.
+    pub fn for_programs<'p>(programs: impl IntoIterator<Item = &'p Program>) -> Self {
+        let mut s = BacktrackScratch::default();
+        for p in programs {
+            s.fit(p);
+        }
+        s
+    }
+
+    /// Grows the scratch to run `program` (allocates only when it is too small).
+    pub fn fit(&mut self, program: &Program) {
+        if self.groups.len() < program.groups {
+            self.groups.resize(program.groups, GroupSlots::UNSET);
+        }
+        if self.counters.len() < program.counters {
+            self.counters.resize(program.counters, CounterSlots { count: 0, start: NONE });
+        }
+    }
+
+    /// Steps the last call took.
+    pub fn last_steps(&self) -> u32 {
+        self.last_steps
+    }
+
+    /// Steps a call on a text of `len` bytes may take.
+    pub fn budget_for(&self, len: usize) -> u32 {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        self.budget.saturating_add(self.per_byte.saturating_mul(len))
+    }
+
+    /// Deepest the stack went in the last call, in frames.
+    pub fn deepest_stack(&self) -> usize {
+        self.deepest
+    }
+}
+
+impl Program {
+    /// Leftmost match at or after `start` as Perl finds it: `(start, end)`.
+    /// Assertions and lookbehind see the whole of `hay`, so `/g` can continue
+    /// from a previous match's end.
+    pub fn find_at(
+        &self,
+        hay: &[u8],
+        start: usize,
+        scratch: &mut BacktrackScratch,
+    ) -> Result<Option<(usize, usize)>, Undecided> {
+        let budget = scratch.budget_for(hay.len());
+        self.search(hay, start, None, scratch, budget)
+    }
+
+    /// Whether the pattern matches somewhere in `hay`.
+    pub fn is_match(&self, hay: &[u8], scratch: &mut BacktrackScratch) -> Result<bool, Undecided> {
+        self.find_at(hay, 0, scratch).map(|m| m.is_some())
+    }
+
+    /// Counts matches as `while ($text =~ /re/g)` does, at most `max`: after an
+    /// empty match the next may not be empty at the same place. All the searches
+    /// share one step budget.
+    pub fn count_matches(&self, hay: &[u8], max: u32, scratch: &mut BacktrackScratch) -> MatchCount {
+        let mut count = 0;
+        let mut pos = 0;
+        let mut forbid_empty = None;
+        let budget = scratch.budget_for(hay.len());
+        let mut left = budget;
+        let mut undecided = None;
+        let mut deepest = 0;
+        while count < max {
+            let found = self.search(hay, pos, forbid_empty, scratch, left);
+            left -= scratch.last_steps.min(left);
+            deepest = deepest.max(scratch.deepest);
+            match found {
+                Ok(Some((s, e))) => {
+                    count += 1;
+                    forbid_empty = (s == e).then_some(e);
+                    pos = e;
+                }
+                Ok(None) => break,
+                Err(why) => {
+                    undecided = Some(why);
+                    break;
+                }
+            }
+        }
+        scratch.last_steps = budget - left;
+        scratch.deepest = deepest;
+        MatchCount { count, undecided }
+    }
+
+    fn search(
+        &self,
+        hay: &[u8],
+        start: usize,
+        forbid_empty: Option<usize>,
+        scratch: &mut BacktrackScratch,
+        budget: u32,
+    ) -> Result<Option<(usize, usize)>, Undecided> {
+        scratch.last_steps = 0;
+        scratch.deepest = 0;
+        let len = u32::try_from(hay.len()).ok().filter(|&l| l < NONE).ok_or(Undecided::TooLong)?;
+        scratch.fit(self);
+        let forbid = forbid_empty.and_then(|f| u32::try_from(f).ok()).unwrap_or(NONE);
+        let mut vm = Vm { prog: self, hay, len, steps: budget, top: NONE, forbid, s: scratch };
+        let result = vm.search(start);
+        let used = budget - vm.steps;
+        scratch.last_steps = used;
+        result
+    }
+
+    /// Instructions in the program.
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Whether the program has no instructions (never: it ends with a match).
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty()
+    }
+}
+
+struct Vm<'p, 'h, 's> {
+    prog: &'p Program,
+    hay: &'h [u8],
+    len: u32,
+    s: &'s mut BacktrackScratch,
+    steps: u32,
+    /// Index of the topmost marker frame.
+    top: u32,
+    /// A match may not be empty at this position (`NONE`: no restriction).
+    forbid: u32,
+}
+
+enum Next {
+    Go(u32, u32),
+    Fail,
+    Done(u32),
+}
+
+impl Vm<'_, '_, '_> {
+    fn tick(&mut self, n: u32) -> Result<(), Undecided> {
+        self.steps = self.steps.checked_sub(n).ok_or(Undecided::StepLimit)?;
+        Ok(())
+    }
+
+    fn push(&mut self, frame: Frame) -> Result<(), Undecided> {
+        let n = self.s.stack.len();
+        if n >= self.s.stack_limit {
+            return Err(Undecided::StackLimit);
+        }
+        self.s.stack.push(frame);
+        if n + 1 > self.s.deepest {
+            self.s.deepest = n + 1;
+        }
+        Ok(())
+    }
+
+    fn byte(&self, pos: u32) -> Option<u8> {
+        self.hay.get(pos as usize).copied()
+    }
+
+    fn class(&self, c: u16) -> ByteSet {
+        self.prog.classes.get(usize::from(c)).copied().unwrap_or_default()
+    }
+
+    fn in_class(&self, c: u16, pos: u32) -> bool {
+        self.byte(pos).is_some_and(|b| self.class(c).contains(b))
+    }
+
+    /// Whether the byte at `pos` can begin what follows a repeat.
+    fn follow_ok(&self, follow: u16, pos: u32) -> bool {
+        follow == NO_CLASS || self.in_class(follow, pos)
+    }
+
+    fn is_word(&self, pos: u32) -> bool {
+        self.byte(pos).is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+    }
+
+    fn assert(&self, a: Assert, pos: u32) -> bool {
+        let before = pos.checked_sub(1).is_some_and(|p| self.is_word(p));
+        let after = self.is_word(pos);
+        match a {
+            Assert::Start => pos == 0,
+            Assert::End => pos == self.len,
+            Assert::StartLine => pos == 0 || self.byte(pos - 1) == Some(b'\n'),
+            Assert::EndLine => pos == self.len || self.byte(pos) == Some(b'\n'),
+            Assert::Word => before != after,
+            Assert::NotWord => before == after,
+            Assert::WordStart => !before && after,
+            Assert::WordEnd => before && !after,
+            Assert::WordStartHalf => !before,
+            Assert::WordEndHalf => !after,
+        }
+    }
+
+    /// The next position at or after `at` where a match may start.
+    fn candidate(&self, mut at: usize) -> Option<usize> {
+        let hay = self.hay;
+        let min_len = self.prog.min_len as usize;
+        loop {
+            if hay.len().checked_sub(at)? < min_len {
+                return None;
+            }
+            match self.prog.anchor {
+                Anchor::Start if at != 0 => return None,
+                Anchor::Line if at != 0 && hay.get(at - 1) != Some(&b'\n') => {
+                    at += memchr::memchr(b'\n', hay.get(at..)?)? + 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(first) = &self.prog.first else { return Some(at) };
+            let rest = hay.get(at..)?;
+            let skip = match first.count() {
+                1..=3 => {
+                    let mut bs = first.bytes();
+                    let a = bs.next()?;
+                    match (bs.next(), bs.next()) {
+                        (None, _) => memchr::memchr(a, rest)?,
+                        (Some(b), None) => memchr::memchr2(a, b, rest)?,
+                        (Some(b), Some(c)) => memchr::memchr3(a, b, c, rest)?,
+                    }
+                }
+                _ => rest.iter().position(|&b| first.contains(b))?,
+            };
+            if skip == 0 {
+                return Some(at);
+            }
+            at += skip;
+        }
+    }
+
+    fn search(&mut self, start: usize) -> Result<Option<(usize, usize)>, Undecided> {
+        let mut at = start;
+        while let Some(c) = self.candidate(at) {
+            let pos = u32::try_from(c).map_err(|_| Undecided::TooLong)?;
+            if let Some(end) = self.run(pos)? {
+                return Ok(Some((c, end as usize)));
+            }
+            at = c + 1;
+            if let Some(class) = self.prog.skip_runs {
+                if self.in_class(class, pos) {
+                    while self.hay.get(at).is_some_and(|&b| self.class(class).contains(b)) {
+                        at += 1;
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// One anchored attempt at `at`: the end of the match Perl would pick there.
+    fn run(&mut self, at: u32) -> Result<Option<u32>, Undecided> {
+        self.s.stack.clear();
+        self.top = NONE;
+        for g in self.s.groups.iter_mut().take(self.prog.groups) {
+            *g = GroupSlots::UNSET;
+        }
+        let (mut pc, mut pos) = (0u32, at);
+        loop {
+            self.tick(1)?;
+            let next = match self.prog.insts.get(pc as usize) {
+                Some(&inst) => self.step(inst, pc, pos, at)?,
+                None => Next::Fail,
+            };
+            match next {
+                Next::Go(p, q) => (pc, pos) = (p, q),
+                Next::Done(end) => return Ok(Some(end)),
+                Next::Fail => match self.backtrack()? {
+                    Some((p, q)) => (pc, pos) = (p, q),
+                    None => return Ok(None),
+                },
+            }
+        }
+    }
+
+    fn step(&mut self, inst: Inst, pc: u32, pos: u32, at: u32) -> Result<Next, Undecided> {
+        let next = pc + 1;
+        Ok(match inst {
+            Inst::Match => {
+                if pos == at && at == self.forbid {
+                    Next::Fail
+                } else {
+                    Next::Done(pos)
+                }
+            }
+            Inst::Byte(b) => {
+                if self.byte(pos) == Some(b) {
+                    Next::Go(next, pos + 1)
+                } else {
+                    Next::Fail
+                }
+            }
+            Inst::Literal { start, len } => {
+                let want = self.prog.bytes.get(start as usize..(start as usize).saturating_add(len as usize));
+                let have = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
+                match (want, have) {
+                    (Some(w), Some(h)) if w == h => Next::Go(next, pos + len),
+                    _ => Next::Fail,
+                }
+            }
+            Inst::Class(c) => {
+                if self.in_class(c, pos) {
+                    Next::Go(next, pos + 1)
+                } else {
+                    Next::Fail
+                }
+            }
+            Inst::Look(a) => {
+                if self.assert(a, pos) {
+                    Next::Go(next, pos)
+                } else {
+                    Next::Fail
+                }
+            }
+            Inst::Split { first, second, guard } => {
+                if guard != NO_CLASS && !self.in_class(guard, pos) {
+                    Next::Go(second, pos)
+                } else {
+                    self.push(Frame::Alt { pc: second, pos })?;
+                    Next::Go(first, pos)
+                }
+            }
+            Inst::Jump(to) => Next::Go(to, pos),
+            Inst::Repeat { class, min, max, greedy, possessive, follow } => {
+                self.repeat(pc, pos, class, u32::from(min), wide(max), greedy || possessive, possessive, follow)?
+            }
+            Inst::RepeatStart { counter } => {
+                self.set_counter(counter, 0, NONE)?;
+                Next::Go(next, pos)
+            }
+            Inst::RepeatLoop { counter, min, max, greedy, exit } => {
+                let (min, max) = (u32::from(min), wide(max));
+                let c = self.counter(counter);
+                let body = pc + 2;
+                if c.count < min {
+                    self.set_counter(counter, c.count + 1, pos)?;
+                    Next::Go(body, pos)
+                } else if c.count < max {
+                    if greedy {
+                        // One frame both to stop here and to undo the count.
+                        self.push(Frame::LoopExit { pc: exit, pos, slot: counter, count: c.count, start: c.start })?;
+                        if let Some(slot) = self.s.counters.get_mut(usize::from(counter)) {
+                            *slot = CounterSlots { count: c.count + 1, start: pos };
+                        }
+                        Next::Go(body, pos)
+                    } else {
+                        self.push(Frame::Alt { pc: next, pos })?;
+                        Next::Go(exit, pos)
+                    }
+                } else {
+                    Next::Go(exit, pos)
+                }
+            }
+            Inst::RepeatEnter { counter } => {
+                let n = self.counter(counter).count;
+                self.set_counter(counter, n.saturating_add(1), pos)?;
+                Next::Go(next, pos)
+            }
+            Inst::RepeatEnd { counter, loop_pc } => {
+                let Some(&Inst::RepeatLoop { min, exit, .. }) = self.prog.insts.get(loop_pc as usize) else {
+                    return Ok(Next::Fail);
+                };
+                let c = self.counter(counter);
+                // Perl: an iteration that matched nothing ends the loop once `min` is reached.
+                if c.count >= u32::from(min) && pos == c.start {
+                    Next::Go(exit, pos)
+                } else {
+                    Next::Go(loop_pc, pos)
+                }
+            }
+            Inst::Open(slot) => {
+                let Some(g) = self.s.groups.get(usize::from(slot)).copied() else { return Ok(Next::Fail) };
+                self.push(Frame::UndoOpen { slot, open: g.open })?;
+                if let Some(g) = self.s.groups.get_mut(usize::from(slot)) {
+                    g.open = pos;
+                }
+                Next::Go(next, pos)
+            }
+            Inst::Close(slot) => {
+                let Some(g) = self.s.groups.get(usize::from(slot)).copied() else { return Ok(Next::Fail) };
+                self.push(Frame::UndoGroup { slot, start: g.start, end: g.end })?;
+                if let Some(g) = self.s.groups.get_mut(usize::from(slot)) {
+                    g.start = g.open;
+                    g.end = pos;
+                }
+                Next::Go(next, pos)
+            }
+            Inst::Backref { slot, fold } => {
+                let Some(g) = self.s.groups.get(usize::from(slot)).copied() else { return Ok(Next::Fail) };
+                let (Some(captured), Some(len)) =
+                    (self.hay.get(g.start as usize..g.end as usize), g.end.checked_sub(g.start))
+                else {
+                    return Ok(Next::Fail);
+                };
+                self.tick(len / 16)?;
+                let here = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
+                let same = here.is_some_and(|h| if fold { h.eq_ignore_ascii_case(captured) } else { h == captured });
+                if same {
+                    Next::Go(next, pos + len)
+                } else {
+                    Next::Fail
+                }
+            }
+            Inst::LookStart { kind, min, max, end } => {
+                let (min, max) = (u32::from(min), u32::from(max));
+                let marker = u32::try_from(self.s.stack.len()).map_err(|_| Undecided::StackLimit)?;
+                self.push(Frame::Marker { kind, pos, pc: end, prev: self.top })?;
+                self.top = marker;
+                if !kind.behind() {
+                    Next::Go(next, pos)
+                } else if let Some(last) = pos.checked_sub(min) {
+                    let first = pos.saturating_sub(max);
+                    if first < last {
+                        self.push(Frame::Behind { pc: next, next: first + 1, last })?;
+                    }
+                    Next::Go(next, first)
+                } else {
+                    Next::Fail
+                }
+            }
+            Inst::LookEnd => {
+                let Some(&Frame::Marker { kind, pos: began, pc: cont, .. }) = self.s.stack.get(self.top as usize)
+                else {
+                    return Ok(Next::Fail);
+                };
+                if kind.behind() && pos != began {
+                    Next::Fail
+                } else {
+                    self.cut()?;
+                    if kind.negative() {
+                        Next::Fail
+                    } else {
+                        Next::Go(cont, began)
+                    }
+                }
+            }
+            Inst::AtomicStart => {
+                let marker = u32::try_from(self.s.stack.len()).map_err(|_| Undecided::StackLimit)?;
+                self.push(Frame::Marker { kind: MarkerKind::Atomic, pos, pc: next, prev: self.top })?;
+                self.top = marker;
+                Next::Go(next, pos)
+            }
+            Inst::AtomicEnd => {
+                self.cut()?;
+                Next::Go(next, pos)
+            }
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn repeat(
+        &mut self,
+        pc: u32,
+        pos: u32,
+        class: u16,
+        min: u32,
+        max: u32,
+        greedy: bool,
+        possessive: bool,
+        follow: u16,
+    ) -> Result<Next, Undecided> {
+        let room = self.len - pos;
+        if min > room {
+            return Ok(Next::Fail);
+        }
+        let set = self.class(class);
+        let lo = pos + min;
+        if greedy {
+            let limit = pos + max.min(room);
+            let run = self.hay.get(pos as usize..limit as usize).unwrap_or(&[]);
+            let n = run.iter().position(|&b| !set.contains(b)).unwrap_or(run.len()) as u32;
+            self.tick(n)?;
+            if n < min {
+                return Ok(Next::Fail);
+            }
+            let hi = pos + n;
+            if possessive {
+                return Ok(if self.follow_ok(follow, hi) { Next::Go(pc + 1, hi) } else { Next::Fail });
+            }
+            let mut c = hi;
+            while c > lo && !self.follow_ok(follow, c) {
+                c -= 1;
+            }
+            self.tick(hi - c)?;
+            if !self.follow_ok(follow, c) {
+                return Ok(Next::Fail);
+            }
+            if c > lo {
+                self.push(Frame::GiveBack { pc, min: lo, pos: c })?;
+            }
+            Ok(Next::Go(pc + 1, c))
+        } else {
+            let first = self.hay.get(pos as usize..lo as usize).unwrap_or(&[]);
+            if first.iter().any(|&b| !set.contains(b)) {
+                return Ok(Next::Fail);
+            }
+            self.tick(min)?;
+            let (mut c, mut n) = (lo, min);
+            while !self.follow_ok(follow, c) {
+                if n >= max || !self.byte(c).is_some_and(|b| set.contains(b)) {
+                    return Ok(Next::Fail);
+                }
+                c += 1;
+                n += 1;
+                self.tick(1)?;
+            }
+            if n < max {
+                self.push(Frame::TakeMore { pc, pos: c, count: n })?;
+            }
+            Ok(Next::Go(pc + 1, c))
+        }
+    }
+
+    fn counter(&self, c: u16) -> CounterSlots {
+        self.s.counters.get(usize::from(c)).copied().unwrap_or(CounterSlots { count: 0, start: NONE })
+    }
+
+    fn set_counter(&mut self, c: u16, count: u32, start: u32) -> Result<(), Undecided> {
+        let old = self.counter(c);
+        self.push(Frame::UndoCounter { slot: c, count: old.count, start: old.start })?;
+        if let Some(slot) = self.s.counters.get_mut(usize::from(c)) {
+            *slot = CounterSlots { count, start };
+        }
+        Ok(())
+    }
+
+    /// Ends the construct of the topmost marker: drops its frames but keeps the
+    /// undo entries, so captures made inside survive and are undone later.
+    fn cut(&mut self) -> Result<(), Undecided> {
+        let m = self.top as usize;
+        let Some(&Frame::Marker { prev, .. }) = self.s.stack.get(m) else { return Ok(()) };
+        let n = self.s.stack.len();
+        self.tick(u32::try_from(n - m).unwrap_or(NONE))?;
+        let mut w = m;
+        for r in m + 1..n {
+            let Some(f) = self.s.stack.get(r).copied() else { break };
+            if f.is_undo() {
+                if let Some(slot) = self.s.stack.get_mut(w) {
+                    *slot = f;
+                }
+                w += 1;
+            }
+        }
+        self.s.stack.truncate(w);
+        self.top = prev;
+        Ok(())
+    }
+
+    /// Pops frames until one says where to resume; `None` when none is left.
+    fn backtrack(&mut self) -> Result<Option<(u32, u32)>, Undecided> {
+        while let Some(frame) = self.s.stack.pop() {
+            self.tick(1)?;
+            match frame {
+                Frame::Alt { pc, pos } => return Ok(Some((pc, pos))),
+                Frame::LoopExit { pc, pos, slot, count, start } => {
+                    if let Some(c) = self.s.counters.get_mut(usize::from(slot)) {
+                        *c = CounterSlots { count, start };
+                    }
+                    return Ok(Some((pc, pos)));
+                }
+                Frame::GiveBack { pc, min, pos } => {
+                    let Some(&Inst::Repeat { follow, .. }) = self.prog.insts.get(pc as usize) else { continue };
+                    let mut c = pos;
+                    while c > min {
+                        c -= 1;
+                        self.tick(1)?;
+                        if self.follow_ok(follow, c) {
+                            if c > min {
+                                self.push(Frame::GiveBack { pc, min, pos: c })?;
+                            }
+                            return Ok(Some((pc + 1, c)));
+                        }
+                    }
+                }
+                Frame::TakeMore { pc, pos, count } => {
+                    let Some(&Inst::Repeat { class, max, follow, .. }) = self.prog.insts.get(pc as usize) else {
+                        continue;
+                    };
+                    let (mut c, mut n, max) = (pos, count, wide(max));
+                    while n < max && self.in_class(class, c) {
+                        c += 1;
+                        n += 1;
+                        self.tick(1)?;
+                        if self.follow_ok(follow, c) {
+                            if n < max {
+                                self.push(Frame::TakeMore { pc, pos: c, count: n })?;
+                            }
+                            return Ok(Some((pc + 1, c)));
+                        }
+                    }
+                }
+                Frame::Behind { pc, next, last } => {
+                    if next < last {
+                        self.push(Frame::Behind { pc, next: next + 1, last })?;
+                    }
+                    return Ok(Some((pc, next)));
+                }
+                Frame::Marker { kind, pos, pc, prev } => {
+                    self.top = prev;
+                    // The body of a negative lookaround failed: the assertion holds.
+                    if kind.negative() {
+                        return Ok(Some((pc, pos)));
+                    }
+                }
+                Frame::UndoGroup { slot, start, end } => {
+                    if let Some(g) = self.s.groups.get_mut(usize::from(slot)) {
+                        g.start = start;
+                        g.end = end;
+                    }
+                }
+                Frame::UndoOpen { slot, open } => {
+                    if let Some(g) = self.s.groups.get_mut(usize::from(slot)) {
+                        g.open = open;
+                    }
+                }
+                Frame::UndoCounter { slot, count, start } => {
+                    if let Some(c) = self.s.counters.get_mut(usize::from(slot)) {
+                        *c = CounterSlots { count, start };
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// What a named group of the backtracking translation stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placeholder {
+    /// A group with no special meaning.
+    Plain,
+    Capture(u32),
+    Look(MarkerKind),
+    Atomic,
+    Backref {
+        group: u32,
+        fold: bool,
+    },
+}
+
+fn placeholder(cap: &hir::Capture) -> Placeholder {
+    let Some(name) = cap.name.as_deref() else { return Placeholder::Plain };
+    let kind_len = name.bytes().take_while(u8::is_ascii_alphabetic).count();
+    let (Some(kind), Some(rest)) = (name.get(..kind_len), name.get(kind_len..)) else {
+        return Placeholder::Plain;
+    };
+    let number = |s: &str| s.parse::<u32>().ok();
+    let found = match kind {
+        Special::CAPTURE => number(rest).map(Placeholder::Capture),
+        Special::AHEAD => Some(Placeholder::Look(MarkerKind::Ahead)),
+        Special::NOT_AHEAD => Some(Placeholder::Look(MarkerKind::NotAhead)),
+        Special::BEHIND => Some(Placeholder::Look(MarkerKind::Behind)),
+        Special::NOT_BEHIND => Some(Placeholder::Look(MarkerKind::NotBehind)),
+        Special::ATOMIC => Some(Placeholder::Atomic),
+        Special::BACKREF | Special::BACKREF_FOLD => rest
+            .split_once('_')
+            .and_then(|(_, n)| number(n))
+            .map(|group| Placeholder::Backref { group, fold: kind == Special::BACKREF_FOLD }),
+        _ => None,
+    };
+    found.unwrap_or(Placeholder::Plain)
+}
+
+/// The Perl capture groups of a pattern.
+struct Groups<'h> {
+    /// Group number → its sub-pattern.
+    subs: Vec<Option<&'h Hir>>,
+    /// Group number → a backreference reads it.
+    referenced: Vec<bool>,
+    /// Group number → it contains a backreference.
+    has_backref: Vec<bool>,
+    /// Group number → its slot in the scratch, when referenced.
+    slots: Vec<Option<u16>>,
+}
+
+impl<'h> Groups<'h> {
+    fn of(hir: &'h Hir) -> Result<Groups<'h>, BacktrackError> {
+        let mut g = Groups { subs: Vec::new(), referenced: Vec::new(), has_backref: Vec::new(), slots: Vec::new() };
+        let mut refs: Vec<u32> = Vec::new();
+        let mut open: Vec<u32> = Vec::new();
+        g.walk(hir, &mut open, &mut refs, 0)?;
+        for n in refs {
+            match g.referenced.get_mut(n as usize) {
+                Some(r) if g.subs.get(n as usize).is_some_and(Option::is_some) => *r = true,
+                _ => return Err(BacktrackError::NoSuchGroup(n)),
+            }
+        }
+        let mut next = 0u16;
+        g.slots = g
+            .referenced
+            .iter()
+            .map(|&r| {
+                r.then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        Ok(g)
+    }
+
+    fn walk(
+        &mut self,
+        hir: &'h Hir,
+        open: &mut Vec<u32>,
+        refs: &mut Vec<u32>,
+        depth: usize,
+    ) -> Result<(), BacktrackError> {
+        if depth > MAX_DEPTH {
+            return Err(BacktrackError::TooDeep);
+        }
+        match hir.kind() {
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Capture(n) => {
+                    let i = n as usize;
+                    if self.subs.len() <= i {
+                        self.subs.resize(i + 1, None);
+                        self.referenced.resize(i + 1, false);
+                        self.has_backref.resize(i + 1, false);
+                    }
+                    if let Some(s) = self.subs.get_mut(i) {
+                        *s = Some(&cap.sub);
+                    }
+                    open.push(n);
+                    self.walk(&cap.sub, open, refs, depth + 1)?;
+                    open.pop();
+                }
+                Placeholder::Backref { group, .. } => {
+                    refs.push(group);
+                    for &e in open.iter() {
+                        if let Some(h) = self.has_backref.get_mut(e as usize) {
+                            *h = true;
+                        }
+                    }
+                }
+                _ => self.walk(&cap.sub, open, refs, depth + 1)?,
+            },
+            HirKind::Repetition(rep) => self.walk(&rep.sub, open, refs, depth + 1)?,
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+                for s in subs {
+                    self.walk(s, open, refs, depth + 1)?;
+                }
+            }
+            HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => {}
+        }
+        Ok(())
+    }
+
+    fn slot(&self, n: u32) -> Option<u16> {
+        self.slots.get(n as usize).copied().flatten()
+    }
+}
+
+/// Parses a backtracking translation from perl.rs and builds both forms.
+pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackError> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(extended)
+        .map_err(|e| BacktrackError::Parse(e.to_string()))?;
+    let groups = Groups::of(&hir)?;
+    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups: &groups };
+    c.compile(&hir, 0)?;
+    c.push(Inst::Match)?;
+    c.fill_follow();
+    let (nullable, first) = first_bytes(&hir, 0);
+    let skip_runs = match c.insts.first() {
+        Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
+        _ => None,
+    };
+    let program = Program {
+        insts: c.insts,
+        classes: c.classes,
+        bytes: c.bytes,
+        groups: groups.slots.iter().flatten().count(),
+        counters: usize::from(c.counters),
+        anchor: anchor(&hir, 0),
+        first: (!nullable && first != ByteSet::ALL).then_some(first),
+        min_len: min_len(&hir, 0),
+        skip_runs,
+    };
+    let relaxer = Relaxer { groups: &groups };
+    let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
+    Ok(Backtrack { relaxed: relaxed.to_string(), program })
+}
+
+struct Compiler<'g, 'h> {
+    insts: Vec<Inst>,
+    classes: Vec<ByteSet>,
+    bytes: Vec<u8>,
+    counters: u16,
+    groups: &'g Groups<'h>,
+}
+
+impl Compiler<'_, '_> {
+    fn push(&mut self, inst: Inst) -> Result<u32, BacktrackError> {
+        if self.insts.len() >= MAX_INSTS {
+            return Err(BacktrackError::TooLarge);
+        }
+        self.insts.push(inst);
+        Ok((self.insts.len() - 1) as u32)
+    }
+
+    fn here(&self) -> u32 {
+        self.insts.len() as u32
+    }
+
+    fn patch(&mut self, at: u32, inst: Inst) {
+        if let Some(slot) = self.insts.get_mut(at as usize) {
+            *slot = inst;
+        }
+    }
+
+    fn class(&mut self, set: ByteSet) -> Result<u16, BacktrackError> {
+        if let Some(i) = self.classes.iter().position(|c| *c == set) {
+            return Ok(i as u16);
+        }
+        if self.classes.len() >= usize::from(NO_CLASS) {
+            return Err(BacktrackError::TooLarge);
+        }
+        self.classes.push(set);
+        Ok((self.classes.len() - 1) as u16)
+    }
+
+    /// The byte set of a pattern that always matches exactly one byte.
+    fn single_byte(&self, hir: &Hir) -> Option<ByteSet> {
+        match hir.kind() {
+            HirKind::Literal(lit) if lit.0.len() == 1 => lit.0.first().map(|&b| ByteSet::single(b)),
+            HirKind::Class(c) => ByteSet::of_class(c).ok(),
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Capture(n) if self.groups.slot(n).is_none() => match cap.sub.kind() {
+                    HirKind::Literal(_) | HirKind::Class(_) => self.single_byte(&cap.sub),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn compile(&mut self, hir: &Hir, depth: usize) -> Result<(), BacktrackError> {
+        if depth > MAX_DEPTH {
+            return Err(BacktrackError::TooDeep);
+        }
+        match hir.kind() {
+            HirKind::Empty => {}
+            HirKind::Literal(lit) => {
+                if let [b] = &*lit.0 {
+                    self.push(Inst::Byte(*b))?;
+                } else if !lit.0.is_empty() {
+                    let start = u32::try_from(self.bytes.len()).map_err(|_| BacktrackError::TooLarge)?;
+                    let len = u32::try_from(lit.0.len()).map_err(|_| BacktrackError::TooLarge)?;
+                    self.bytes.extend_from_slice(&lit.0);
+                    self.push(Inst::Literal { start, len })?;
+                }
+            }
+            HirKind::Class(c) => {
+                let set = ByteSet::of_class(c)?;
+                let i = self.class(set)?;
+                self.push(Inst::Class(i))?;
+            }
+            HirKind::Look(l) => {
+                self.push(Inst::Look(Assert::of(*l)?))?;
+            }
+            HirKind::Repetition(rep) => self.repetition(rep, false, depth)?,
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Plain => self.compile(&cap.sub, depth + 1)?,
+                Placeholder::Capture(n) => match self.groups.slot(n) {
+                    Some(slot) => {
+                        self.push(Inst::Open(slot))?;
+                        self.compile(&cap.sub, depth + 1)?;
+                        self.push(Inst::Close(slot))?;
+                    }
+                    None => self.compile(&cap.sub, depth + 1)?,
+                },
+                Placeholder::Look(kind) => {
+                    let (min, max) = if kind.behind() {
+                        let (min, max) = len_bounds(&cap.sub, 0);
+                        match max {
+                            Some(max) if max <= MAX_LOOKBEHIND => (narrow(min)?, narrow(max)?),
+                            _ => return Err(BacktrackError::Lookbehind),
+                        }
+                    } else {
+                        (0, 0)
+                    };
+                    let start = self.push(Inst::LookStart { kind, min, max, end: 0 })?;
+                    self.compile(&cap.sub, depth + 1)?;
+                    self.push(Inst::LookEnd)?;
+                    let end = self.here();
+                    self.patch(start, Inst::LookStart { kind, min, max, end });
+                }
+                Placeholder::Atomic => match cap.sub.kind() {
+                    HirKind::Repetition(rep) if rep.greedy && self.single_byte(&rep.sub).is_some() => {
+                        self.repetition(rep, true, depth)?;
+                    }
+                    _ => {
+                        self.push(Inst::AtomicStart)?;
+                        self.compile(&cap.sub, depth + 1)?;
+                        self.push(Inst::AtomicEnd)?;
+                    }
+                },
+                Placeholder::Backref { group, fold } => {
+                    let slot = self.groups.slot(group).ok_or(BacktrackError::NoSuchGroup(group))?;
+                    self.push(Inst::Backref { slot, fold })?;
+                }
+            },
+            HirKind::Concat(subs) => {
+                for s in subs {
+                    self.compile(s, depth + 1)?;
+                }
+            }
+            HirKind::Alternation(subs) => {
+                let mut jumps = Vec::new();
+                let last = subs.len().saturating_sub(1);
+                for (i, s) in subs.iter().enumerate() {
+                    if i < last {
+                        let split = self.push(Inst::Split { first: 0, second: 0, guard: NO_CLASS })?;
+                        self.compile(s, depth + 1)?;
+                        jumps.push(self.push(Inst::Jump(0))?);
+                        let second = self.here();
+                        let guard = match first_bytes(s, 0) {
+                            (false, set) if set != ByteSet::ALL => self.class(set)?,
+                            _ => NO_CLASS,
+                        };
+                        self.patch(split, Inst::Split { first: split + 1, second, guard });
+                    } else {
+                        self.compile(s, depth + 1)?;
+                    }
+                }
+                let end = self.here();
+                for j in jumps {
+                    self.patch(j, Inst::Jump(end));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn repetition(&mut self, rep: &hir::Repetition, possessive: bool, depth: usize) -> Result<(), BacktrackError> {
+        let (min, max) = (narrow(rep.min)?, rep.max.map_or(Ok(UNBOUNDED), narrow)?);
+        if let Some(set) = self.single_byte(&rep.sub) {
+            let class = self.class(set)?;
+            self.push(Inst::Repeat { class, min, max, greedy: rep.greedy, possessive, follow: NO_CLASS })?;
+            return Ok(());
+        }
+        if possessive {
+            self.push(Inst::AtomicStart)?;
+        }
+        if rep.min == 0 && rep.max == Some(1) {
+            let split = self.push(Inst::Split { first: 0, second: 0, guard: NO_CLASS })?;
+            self.compile(&rep.sub, depth + 1)?;
+            let after = self.here();
+            let guard = match first_bytes(&rep.sub, 0) {
+                (false, set) if rep.greedy && set != ByteSet::ALL => self.class(set)?,
+                _ => NO_CLASS,
+            };
+            let inst = if rep.greedy {
+                Inst::Split { first: split + 1, second: after, guard }
+            } else {
+                Inst::Split { first: after, second: split + 1, guard: NO_CLASS }
+            };
+            self.patch(split, inst);
+        } else {
+            let counter = self.counters;
+            self.counters = self.counters.checked_add(1).ok_or(BacktrackError::TooLarge)?;
+            self.push(Inst::RepeatStart { counter })?;
+            let head = self.push(Inst::RepeatLoop { counter, min, max, greedy: rep.greedy, exit: 0 })?;
+            self.push(Inst::RepeatEnter { counter })?;
+            self.compile(&rep.sub, depth + 1)?;
+            self.push(Inst::RepeatEnd { counter, loop_pc: head })?;
+            let exit = self.here();
+            self.patch(head, Inst::RepeatLoop { counter, min, max, greedy: rep.greedy, exit });
+        }
+        if possessive {
+            self.push(Inst::AtomicEnd)?;
+        }
+        Ok(())
+    }
+
+    /// Notes, for each single-byte repeat, the bytes what follows it must start
+    /// with, so giving back and taking more can skip hopeless positions.
+    fn fill_follow(&mut self) {
+        for pc in 0..self.insts.len() {
+            let Some(&Inst::Repeat { class, min, max, greedy, possessive, .. }) = self.insts.get(pc) else {
+                continue;
+            };
+            let Some(set) = self.first_at(pc + 1) else { continue };
+            let Ok(follow) = self.class(set) else { continue };
+            if let Some(slot) = self.insts.get_mut(pc) {
+                *slot = Inst::Repeat { class, min, max, greedy, possessive, follow };
+            }
+        }
+    }
+
+    /// The bytes a match from `pc` must begin with, when plain to see.
+    fn first_at(&self, mut pc: usize) -> Option<ByteSet> {
+        for _ in 0..16 {
+            match *self.insts.get(pc)? {
+                Inst::Byte(b) => return Some(ByteSet::single(b)),
+                Inst::Literal { start, .. } => return self.bytes.get(start as usize).map(|&b| ByteSet::single(b)),
+                Inst::Class(c) => return self.classes.get(usize::from(c)).copied(),
+                Inst::Repeat { class, min, .. } if min > 0 => return self.classes.get(usize::from(class)).copied(),
+                Inst::Jump(to) => pc = to as usize,
+                Inst::Open(_) | Inst::Close(_) | Inst::Look(_) => pc += 1,
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+/// Shortest and longest match of `hir` (lookarounds and backreference
+/// placeholders count as zero and unbounded width as they should).
+fn len_bounds(hir: &Hir, depth: usize) -> (u32, Option<u32>) {
+    if depth > MAX_DEPTH {
+        return (0, None);
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(lit) => {
+            let n = u32::try_from(lit.0.len()).unwrap_or(NONE);
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Repetition(rep) => {
+            let (min, max) = len_bounds(&rep.sub, depth + 1);
+            let max = match (max, rep.max) {
+                (Some(0), _) => Some(0),
+                (Some(a), Some(b)) => a.checked_mul(b),
+                _ => None,
+            };
+            (min.saturating_mul(rep.min), max)
+        }
+        HirKind::Capture(cap) => match placeholder(cap) {
+            Placeholder::Look(_) => (0, Some(0)),
+            Placeholder::Backref { .. } => (0, None),
+            _ => len_bounds(&cap.sub, depth + 1),
+        },
+        HirKind::Concat(subs) => subs.iter().fold((0, Some(0)), |(lo, hi), s| {
+            let (a, b) = len_bounds(s, depth + 1);
+            (lo.saturating_add(a), hi.zip(b).and_then(|(x, y)| x.checked_add(y)))
+        }),
+        HirKind::Alternation(subs) => {
+            let mut lo = NONE;
+            let mut hi = Some(0u32);
+            for s in subs {
+                let (a, b) = len_bounds(s, depth + 1);
+                lo = lo.min(a);
+                hi = hi.zip(b).map(|(x, y)| x.max(y));
+            }
+            (if subs.is_empty() { 0 } else { lo }, hi)
+        }
+    }
+}
+
+fn min_len(hir: &Hir, depth: usize) -> u32 {
+    len_bounds(hir, depth).0
+}
+
+/// Whether `hir` can match empty, and the bytes a non-empty match can begin with.
+fn first_bytes(hir: &Hir, depth: usize) -> (bool, ByteSet) {
+    if depth > MAX_DEPTH {
+        return (true, ByteSet::ALL);
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => (true, ByteSet::default()),
+        HirKind::Literal(lit) => match lit.0.first() {
+            Some(&b) => (false, ByteSet::single(b)),
+            None => (true, ByteSet::default()),
+        },
+        HirKind::Class(c) => (false, ByteSet::of_class(c).unwrap_or(ByteSet::ALL)),
+        HirKind::Repetition(rep) => {
+            let (nullable, set) = first_bytes(&rep.sub, depth + 1);
+            (nullable || rep.min == 0, set)
+        }
+        HirKind::Capture(cap) => match placeholder(cap) {
+            Placeholder::Look(_) => (true, ByteSet::default()),
+            Placeholder::Backref { .. } => (true, ByteSet::ALL),
+            _ => first_bytes(&cap.sub, depth + 1),
+        },
+        HirKind::Concat(subs) => {
+            let mut set = ByteSet::default();
+            for s in subs {
+                let (nullable, first) = first_bytes(s, depth + 1);
+                set = set.union(first);
+                if !nullable {
+                    return (false, set);
+                }
+            }
+            (true, set)
+        }
+        HirKind::Alternation(subs) => subs.iter().fold((false, ByteSet::default()), |(n, set), s| {
+            let (nullable, first) = first_bytes(s, depth + 1);
+            (n || nullable, set.union(first))
+        }),
+    }
+}
+
+/// Where every match of `hir` must start.
+fn anchor(hir: &Hir, depth: usize) -> Anchor {
+    if depth > MAX_DEPTH {
+        return Anchor::Anywhere;
+    }
+    match hir.kind() {
+        HirKind::Look(Look::Start) => Anchor::Start,
+        HirKind::Look(Look::StartLF) => Anchor::Line,
+        HirKind::Concat(subs) => subs.first().map_or(Anchor::Anywhere, |s| anchor(s, depth + 1)),
+        HirKind::Capture(cap) => match placeholder(cap) {
+            Placeholder::Capture(_) | Placeholder::Atomic | Placeholder::Plain => anchor(&cap.sub, depth + 1),
+            _ => Anchor::Anywhere,
+        },
+        HirKind::Alternation(subs) => {
+            let mut all = Anchor::Start;
+            for s in subs {
+                match anchor(s, depth + 1) {
+                    Anchor::Anywhere => return Anchor::Anywhere,
+                    Anchor::Line => all = Anchor::Line,
+                    Anchor::Start => {}
+                }
+            }
+            all
+        }
+        _ => Anchor::Anywhere,
+    }
+}
+
+/// Where a sub-pattern sits in the whole: first thing matched, last thing matched.
+#[derive(Clone, Copy)]
+struct Position {
+    head: bool,
+    tail: bool,
+}
+
+const INNER: Position = Position { head: false, tail: false };
+
+/// Builds the relaxed form: a plain regex matching a superset of the texts the
+/// Perl pattern matches.
+struct Relaxer<'g, 'h> {
+    groups: &'g Groups<'h>,
+}
+
+fn any_bytes() -> Hir {
+    let class = Class::Bytes(ClassBytes::new([ClassBytesRange::new(0, 255)]));
+    Hir::repetition(hir::Repetition { min: 0, max: None, greedy: true, sub: Box::new(Hir::class(class)) })
+}
+
+impl Relaxer<'_, '_> {
+    fn relax(&self, hir: &Hir, at: Position, open: &mut Vec<u32>, depth: usize) -> Result<Hir, BacktrackError> {
+        if depth > MAX_DEPTH {
+            return Err(BacktrackError::TooDeep);
+        }
+        Ok(match hir.kind() {
+            HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => hir.clone(),
+            HirKind::Repetition(rep) => {
+                let sub = self.relax(&rep.sub, INNER, open, depth + 1)?;
+                let (min, max) = match rep.max {
+                    Some(m) if m <= RELAX_REPEAT => (rep.min, rep.max),
+                    _ if rep.min > RELAX_REPEAT => (1, None),
+                    _ => (rep.min, None),
+                };
+                Hir::repetition(hir::Repetition { min, max, greedy: rep.greedy, sub: Box::new(sub) })
+            }
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Plain | Placeholder::Atomic => self.relax(&cap.sub, at, open, depth + 1)?,
+                Placeholder::Capture(n) => {
+                    open.push(n);
+                    let sub = self.relax(&cap.sub, at, open, depth + 1);
+                    open.pop();
+                    sub?
+                }
+                // Where nothing is matched before (lookbehind) or after (lookahead),
+                // the looked-at text is part of the text matched.
+                Placeholder::Look(MarkerKind::Ahead) if at.tail => {
+                    self.relax(&cap.sub, Position { head: false, tail: true }, open, depth + 1)?
+                }
+                Placeholder::Look(MarkerKind::Behind) if at.head => {
+                    self.relax(&cap.sub, Position { head: true, tail: false }, open, depth + 1)?
+                }
+                Placeholder::Look(_) => Hir::empty(),
+                Placeholder::Backref { group, fold } => self.backref(group, fold, open, depth)?,
+            },
+            HirKind::Concat(subs) => {
+                let last = subs.len().saturating_sub(1);
+                let mut out = Vec::with_capacity(subs.len());
+                for (i, s) in subs.iter().enumerate() {
+                    let p = Position { head: at.head && i == 0, tail: at.tail && i == last };
+                    out.push(self.relax(s, p, open, depth + 1)?);
+                }
+                Hir::concat(out)
+            }
+            HirKind::Alternation(subs) => {
+                let mut out = Vec::with_capacity(subs.len());
+                for s in subs {
+                    out.push(self.relax(s, at, open, depth + 1)?);
+                }
+                Hir::alternation(out)
+            }
+        })
+    }
+
+    /// A backreference: any text its group can capture (so without the group's
+    /// assertions, which held where it was captured), case-folded under `/i`;
+    /// any bytes when the group refers to itself or holds backreferences.
+    fn backref(&self, group: u32, fold: bool, open: &[u32], depth: usize) -> Result<Hir, BacktrackError> {
+        let i = group as usize;
+        let sub = self.groups.subs.get(i).copied().flatten();
+        let nested = self.groups.has_backref.get(i).copied().unwrap_or(true) || open.contains(&group);
+        let Some(sub) = sub.filter(|_| !nested) else { return Ok(any_bytes()) };
+        let relaxed = self.relax(sub, INNER, &mut Vec::new(), depth + 1)?;
+        let plain = strip_looks(&relaxed, 0)?;
+        if fold {
+            fold_case(&plain, 0)
+        } else {
+            Ok(plain)
+        }
+    }
+}
+
+fn strip_looks(hir: &Hir, depth: usize) -> Result<Hir, BacktrackError> {
+    map_hir(hir, depth, &|h| match h.kind() {
+        HirKind::Look(_) => Some(Hir::empty()),
+        _ => None,
+    })
+}
+
+/// `hir` matching ASCII case-insensitively.
+fn fold_case(hir: &Hir, depth: usize) -> Result<Hir, BacktrackError> {
+    map_hir(hir, depth, &|h| match h.kind() {
+        HirKind::Literal(lit) => Some(Hir::concat(
+            lit.0
+                .iter()
+                .map(|&b| {
+                    if b.is_ascii_alphabetic() {
+                        let (l, u) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+                        Hir::class(Class::Bytes(ClassBytes::new([
+                            ClassBytesRange::new(l, l),
+                            ClassBytesRange::new(u, u),
+                        ])))
+                    } else {
+                        Hir::literal([b])
+                    }
+                })
+                .collect(),
+        )),
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut c = c.clone();
+            c.case_fold_simple();
+            Some(Hir::class(Class::Bytes(c)))
+        }
+        _ => None,
+    })
+}
+
+/// Rebuilds `hir` bottom-up, replacing the leaves `leaf` gives a replacement for.
+fn map_hir(hir: &Hir, depth: usize, leaf: &dyn Fn(&Hir) -> Option<Hir>) -> Result<Hir, BacktrackError> {
+    if depth > MAX_DEPTH {
+        return Err(BacktrackError::TooDeep);
+    }
+    if let Some(h) = leaf(hir) {
+        return Ok(h);
+    }
+    Ok(match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => hir.clone(),
+        HirKind::Repetition(rep) => Hir::repetition(hir::Repetition {
+            min: rep.min,
+            max: rep.max,
+            greedy: rep.greedy,
+            sub: Box::new(map_hir(&rep.sub, depth + 1, leaf)?),
+        }),
+        HirKind::Capture(cap) => map_hir(&cap.sub, depth + 1, leaf)?,
+        HirKind::Concat(subs) => {
+            Hir::concat(subs.iter().map(|s| map_hir(s, depth + 1, leaf)).collect::<Result<Vec<_>, _>>()?)
+        }
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.iter().map(|s| map_hir(s, depth + 1, leaf)).collect::<Result<Vec<_>, _>>()?)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::perl;
+
+    fn program(perl_re: &str) -> Backtrack {
+        match perl::backtrack(perl_re) {
+            Ok(b) => b,
+            Err(e) => panic!("{perl_re}: {e}"),
+        }
+    }
+
+    /// (pattern, text, leftmost match as Perl reports it, matches `/g` counts):
+    /// expectations from perl 5.36.
+    #[test]
+    fn matches_like_perl_table() {
+        type Row = (&'static str, &'static str, Option<(usize, usize)>, u32);
+        let rows: &[Row] = &[
+            // Lookahead.
+            (r"/foo(?=bar)/", "foobaz foobar", Some((7, 10)), 1),
+            (r"/foo(?!bar)/", "foobar foobaz", Some((7, 10)), 1),
+            (r"/^(?!.*spam).*ham/", "ham and spam", None, 0),
+            (r"/^(?!.*spam).*ham/", "ham only", Some((0, 3)), 1),
+            (r"/\d+(?=px)/", "10em 20px 30px", Some((5, 7)), 2),
+            (r"/(?:(?!ab).)+/", "xxabyy", Some((0, 2)), 2),
+            (r"/helo=(!(?!(?:10|127)\.)| )/", "helo=!10.1 helo=!8.8", Some((11, 17)), 1),
+            // A lookahead is atomic: its captures are not retried.
+            (r"/(?=(\w+))\1x/", "abcx", None, 0),
+            // Lookbehind, fixed and variable length.
+            (r"/(?<=\$)\d+/", "cost $42", Some((6, 8)), 1),
+            (r"/(?<!\$)\b\d+/", "$42 and 17", Some((8, 10)), 1),
+            (r"/(?<=%20|..[=+\s])x/", "a=x", None, 0),
+            (r"/(?<=%20|..[=+\s])x/", "%20x", Some((3, 4)), 1),
+            (r"/(?<=%20|..[=+\s])x/", "ax", None, 0),
+            (r"/(?<!^)b/", "bab", Some((2, 3)), 1),
+            (r"/(?<=[?&])id=/", "x?id=1&id=2", Some((2, 5)), 2),
+            // Backreferences.
+            (r"/(\w)\1/", "abccd", Some((2, 4)), 1),
+            (r"/(a|b)\1/i", "aB aA", Some((3, 5)), 1),
+            (r"/(?i:(a))\1/", "aA Aa aa", Some((6, 8)), 1),
+            (r"/(a)(?i)\1/", "aA", Some((0, 2)), 1),
+            (r"/([a-z]{1,2})(?:\1){3}/", "abababa xyxyxyxy", Some((8, 16)), 1),
+            (r"/(\w+)\s\1\b/", "hello help hello hello", Some((11, 22)), 1),
+            (r"/(a)?b\1/", "b", None, 0),
+            (r"/(a)?b\1/", "aba", Some((0, 3)), 1),
+            (r"/(?:(a)|b\1)+/", "aba", Some((0, 3)), 1),
+            (r"/(?<n>ab)\k<n>/", "abab", Some((0, 4)), 1),
+            (r"/(a)(b)\g{-1}/", "abb", Some((0, 3)), 1),
+            (r"/(a)\g1/", "aa", Some((0, 2)), 1),
+            // Atomic groups and possessive quantifiers.
+            (r"/(?>a+)b/", "aaab", Some((0, 4)), 1),
+            (r"/(?>a+)ab/", "aaab", None, 0),
+            (r"/a++b/", "aab", Some((0, 3)), 1),
+            (r"/a++a/", "aaa", None, 0),
+            (r"/(?>x|xy)z/", "xyz", None, 0),
+            (r"/(?:ab)++ab/", "ababab", None, 0),
+            (r"/\w\w++\@/", "ab@", Some((0, 3)), 1),
+            // Greedy and lazy.
+            (r"/<.+>/", "<a><b>", Some((0, 6)), 1),
+            (r"/<.+?>/", "<a><b>", Some((0, 3)), 2),
+            (r"/a{2,3}?/", "aaaa", Some((0, 2)), 2),
+            (r"/(?:a|b)*?c/", "abc", Some((0, 3)), 1),
+            (r"/(?:a|b){2,}?c/", "ababc", Some((0, 5)), 1),
+            (r"/(?:a|b){2}c/", "abac", Some((1, 4)), 1),
+            // Anchors, alternation order, empty iterations, empty matches under /g.
+            (r"/^b/m", "a\nb", Some((2, 3)), 1),
+            (r"/^b/", "a\nb", None, 0),
+            (r"/a$/m", "a\nb", Some((0, 1)), 1),
+            (r"/a$/", "a\nb", None, 0),
+            (r"/\bx/", "ax x", Some((3, 4)), 1),
+            (r"/a|ab/", "ab", Some((0, 1)), 1),
+            (r"/(?:a|ab)(?=b)/", "ab", Some((0, 1)), 1),
+            (r"/(?:a?)*b/", "b", Some((0, 1)), 1),
+            (r"/a*/", "aab", Some((0, 2)), 3),
+            (r"/a*?/", "aab", Some((0, 0)), 6),
+            (r"/(?=a)/", "aab", Some((0, 0)), 2),
+            (r"/x*/", "ab", Some((0, 0)), 3),
+            // Only the first position of a run is tried when the pattern starts with `X+`.
+            (r"/\S+(?<!\?=)<\w+/", "a=?= b?=<x c<y", Some((11, 14)), 1),
+            (r"/\S+(?<!\?=)<\w+/", "=?utf-8?Q?x?=<a@b>", None, 0),
+            (r"/a+b/", "aacaab", Some((3, 6)), 1),
+            (r"/\w+c/", "abcab", Some((0, 3)), 1),
+            (r"/\s+x/", "  y  x", Some((3, 6)), 1),
+            (r"/[a-z]++\d/", "abc abc1", Some((4, 8)), 1),
+            // Alternatives and options skipped by their first byte.
+            (r"/(?:ab|cd|ef)+g/", "abcdxefg", Some((5, 8)), 1),
+            (r"/x(?:ab)?c/", "xac xabc xc", Some((4, 8)), 2),
+            // Shaped like stock rules.
+            (
+                r"/^(?!(?:mail|bounce)[_.-])[^@]*(?:[bcdfg]{5}|([a-z]{1,2})(?:\1){3})/mi",
+                "mail.xyxyxyxy\nqwbcdfgz",
+                Some((14, 21)),
+                1,
+            ),
+        ];
+        let mut scratch = BacktrackScratch::default();
+        for &(re, hay, want, count) in rows {
+            let b = program(re);
+            let got = b.program.find_at(hay.as_bytes(), 0, &mut scratch);
+            assert_eq!(got, Ok(want), "{re} on {hay:?}");
+            let counted = b.program.count_matches(hay.as_bytes(), u32::MAX, &mut scratch);
+            assert_eq!(counted, MatchCount { count, undecided: None }, "{re} /g on {hay:?}");
+        }
+    }
+
+    #[test]
+    fn find_at_continues_where_told() {
+        let b = program(r"/(?<=a)b/");
+        let mut scratch = BacktrackScratch::default();
+        // The lookbehind sees the text before `start`.
+        assert_eq!(b.program.find_at(b"ab ab", 1, &mut scratch), Ok(Some((1, 2))));
+        assert_eq!(b.program.find_at(b"ab ab", 2, &mut scratch), Ok(Some((4, 5))));
+        assert_eq!(b.program.find_at(b"ab ab", 5, &mut scratch), Ok(None));
+        assert_eq!(b.program.find_at(b"ab ab", 9, &mut scratch), Ok(None));
+    }
+
+    #[test]
+    fn catastrophic_patterns_stop_at_the_budget() {
+        let mut scratch = BacktrackScratch::default();
+        let hay = [b'a'; 64];
+        for re in [r"/(a+)+b/", r"/(?:a|aa)*b/", r"/(\w*)*\d(?=x)/"] {
+            let b = program(re);
+            assert_eq!(b.program.find_at(&hay, 0, &mut scratch), Err(Undecided::StepLimit), "{re}");
+            assert_eq!(scratch.last_steps(), scratch.budget_for(hay.len()), "{re}");
+        }
+        // The same patterns decide short texts.
+        let b = program(r"/(a+)+b/");
+        assert_eq!(b.program.find_at(b"aaab", 0, &mut scratch), Ok(Some((0, 4))));
+        assert!(scratch.last_steps() < 100);
+        // A tiny budget: undecided, and counting reports what it found before.
+        let mut small = BacktrackScratch::with_limits(50, 0, DEFAULT_STACK_FRAMES);
+        let b = program(r"/(?=a)a/");
+        let counted = b.program.count_matches(&[b'a'; 40], u32::MAX, &mut small);
+        assert_eq!(counted.undecided, Some(Undecided::StepLimit));
+        assert!(counted.count > 0 && counted.count < 40);
+    }
+
+    #[test]
+    fn a_full_stack_is_undecided() {
+        let b = program(r"/(?:ab|cd)*e/");
+        let mut small = BacktrackScratch::with_limits(DEFAULT_STEP_BUDGET, 0, 16);
+        assert_eq!(b.program.find_at(b"ababababababababababe", 0, &mut small), Err(Undecided::StackLimit));
+        assert!(small.deepest_stack() <= 16);
+        let mut big = BacktrackScratch::default();
+        assert_eq!(b.program.find_at(b"ababababababababababe", 0, &mut big), Ok(Some((0, 21))));
+    }
+
+    #[test]
+    fn long_lines_fit_the_default_stack() {
+        // One frame per iteration of a general greedy loop.
+        let b = program(r"/(?:(?!ab).)+x/");
+        let mut hay = alloc::vec![b'a'; DEFAULT_STACK_FRAMES - 100];
+        hay.push(b'x');
+        let mut scratch = BacktrackScratch::default();
+        assert_eq!(b.program.find_at(&hay, 0, &mut scratch), Ok(Some((0, hay.len()))));
+        assert!(scratch.deepest_stack() <= hay.len() + 4, "{} frames", scratch.deepest_stack());
+        assert!(core::mem::size_of::<Frame>() <= 20, "frames are {} bytes", core::mem::size_of::<Frame>());
+        assert!(core::mem::size_of::<Inst>() <= 12, "instructions are {} bytes", core::mem::size_of::<Inst>());
+    }
+
+    #[test]
+    fn relaxed_forms_table() {
+        let rows: &[(&str, &str)] = &[
+            // A lookahead at the end is kept; elsewhere, and negative ones, dropped.
+            (r"/foo(?=bar)/", "(?:foobar)"),
+            (r"/foo(?=bar)x/", "(?:foox)"),
+            (r"/foo(?!bar)/", "(?:foo)"),
+            // A lookbehind at the start is kept.
+            (r"/(?<=\$)\d/", r"(?:\$(?-u:[0-9]))"),
+            (r"/x(?<=\$)\d/", r"(?:x(?-u:[0-9]))"),
+            // A backreference is its group's text, assertions removed, folded under /i.
+            (r"/(\bab)\1/", r"(?:(?-u:\b)(?:abab))"),
+            (r"/(ab)(?i:\1)/", r"(?:(?:ab)(?-u:[Aa])(?-u:[Bb]))"),
+            (r"/(a\1)/", r"(?:a(?-u:[\x00-\xFF])*)"),
+            // Atomic and possessive are plain; long counts open up.
+            (r"/(?>a+)b/", "(?:a+b)"),
+            (r"/a++b/", "(?:a+b)"),
+            (r"/(?=x)a{0,200}b{3,4}c{20,30}/", "(?:a*b{3,4}c+)"),
+        ];
+        for (re, want) in rows {
+            assert_eq!(program(re).relaxed, *want, "{re}");
+        }
+    }
+
+    #[test]
+    fn compile_errors() {
+        let rows: &[(&str, BacktrackError)] = &[
+            (r"/(a)\2/", BacktrackError::NoSuchGroup(2)),
+            (r"/(?<=a+)b/", BacktrackError::Lookbehind),
+            (r"/(?<=a{300})b/", BacktrackError::Lookbehind),
+            (r"/(a)(?<=\1)b/", BacktrackError::Lookbehind),
+        ];
+        for (re, want) in rows {
+            let (body, flags) = perl::split_literal(re).expect("literal");
+            let extended = perl::translate_backtracking(body, flags).expect("translates");
+            assert_eq!(compile_extended(&extended).map(|_| ()), Err(want.clone()), "{re}");
+        }
+    }
+
+    #[test]
+    fn hostile_texts_do_not_panic() {
+        let patterns = [
+            r"/(?<=ab|c)(?!x)(\w+?)\1{2,}+(?>[^x]*)$/m",
+            r"/(?:(?<!\d)(a|)\1)*?(?=\b)/i",
+            r"/^(?:(\w)(?:(?!\1).){0,3})+$/",
+        ];
+        let texts: [&[u8]; 6] = [
+            b"",
+            b"\n",
+            b"abcabc\nabababab",
+            &[0xFF; 40],
+            b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!",
+            b"c1a\n\nx",
+        ];
+        let mut scratch = BacktrackScratch::with_limits(20_000, 4, 256);
+        for re in patterns {
+            let b = program(re);
+            for t in texts {
+                for start in 0..=t.len() + 1 {
+                    let _ = b.program.find_at(t, start, &mut scratch);
+                }
+                let _ = b.program.count_matches(t, 1000, &mut scratch);
+            }
+        }
+    }
+}
