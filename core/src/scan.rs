@@ -12,6 +12,7 @@ use regex_automata::{hybrid, Input};
 
 use crate::msg::{self, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
+use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::{HeaderField, HeaderForm, MetaOp, RuleSet};
 use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, RuleType, TargetProgram};
 use crate::score::Score;
@@ -40,6 +41,7 @@ pub struct Scratch {
     header_text: HeaderText,
     meta_stack: Vec<f64>,
     caches: Vec<hybrid::dfa::Cache>,
+    backtrack: BacktrackScratch,
     eval: EvalScratch,
 }
 
@@ -80,6 +82,7 @@ impl Scratch {
             },
             meta_stack: Vec::with_capacity(rules.meta_stack),
             caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
+            backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
             eval: EvalScratch::default(),
         }
     }
@@ -178,7 +181,7 @@ impl RuleSet {
             pattern_first: &mut scratch.pattern_first,
             pattern_last: &mut scratch.pattern_last,
             candidates: &mut scratch.candidates,
-            lazy: Lazy { dfas: &self.lazy_dfas, caches: &mut scratch.caches },
+            engines: Engines { dfas: &self.lazy_dfas, caches: &mut scratch.caches, programs: &self.programs, backtrack: &mut scratch.backtrack },
         };
         let eval = &mut scratch.eval;
         self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval);
@@ -186,7 +189,7 @@ impl RuleSet {
         run_lines(&self.rawbody, message.rawbody(), &mut state, &mut lines);
         run_lines(&self.uri, message.uris(), &mut state, &mut lines);
         run_whole(&self.full, message.raw(), &mut state, &mut lines);
-        self.scan_mimeheaders(&message, &mut state, &mut lines.lazy);
+        self.scan_mimeheaders(&message, &mut state, &mut lines.engines);
         self.run_evals(&message, &mut state, eval);
         scratch.epoch = lines.epoch;
         self.run_metas(&mut state, &mut scratch.meta_stack);
@@ -272,14 +275,14 @@ impl RuleSet {
             let max = state.max_hits(check.rule);
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
-                HeaderCheckTest::Matches(m) => count_matches(m, text, max, &mut lines.lazy),
-                HeaderCheckTest::NotMatches(m) => u32::from(count_matches(m, text, 1, &mut lines.lazy) == 0),
+                HeaderCheckTest::Matches(m) => count_matches(m, text, max, &mut lines.engines),
+                HeaderCheckTest::NotMatches(m) => u32::from(count_matches(m, text, 1, &mut lines.engines) == 0),
             };
             state.add(check.rule, n);
         }
     }
 
-    fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, lazy: &mut Lazy<'_>) {
+    fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, engines: &mut Engines<'_>) {
         for check in &self.mimeheaders {
             let max = state.max_hits(check.rule);
             let mut n = 0u32;
@@ -287,7 +290,7 @@ impl RuleSet {
                 for h in part.headers() {
                     if h.name.eq_ignore_ascii_case(check.name.as_bytes()) {
                         let value = if check.raw { h.raw } else { h.decoded };
-                        n = n.saturating_add(count_matches(&check.matcher, value, max - n.min(max), lazy));
+                        n = n.saturating_add(count_matches(&check.matcher, value, max - n.min(max), engines));
                     }
                 }
                 if n >= max {
@@ -518,7 +521,7 @@ struct LineScratch<'s> {
     pattern_first: &'s mut [u32],
     pattern_last: &'s mut [u32],
     candidates: &'s mut Vec<u32>,
-    lazy: Lazy<'s>,
+    engines: Engines<'s>,
 }
 
 impl LineScratch<'_> {
@@ -534,10 +537,12 @@ impl LineScratch<'_> {
     }
 }
 
-/// Lazy DFAs of the rule set with this scratch's caches for them.
-pub(crate) struct Lazy<'s> {
+/// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
+pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
     caches: &'s mut [hybrid::dfa::Cache],
+    programs: &'s [Program],
+    backtrack: &'s mut BacktrackScratch,
 }
 
 /// Marks the literals of `ac` found in `text`, keeping each one's first and last position.
@@ -675,19 +680,19 @@ fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
                 }
                 let start = start as usize;
                 let line = text.get(start..line_end(text, start)).unwrap_or(&[]);
-                let n = count_matches(&pattern.matcher, line, max, &mut s.lazy);
+                let n = count_matches(&pattern.matcher, line, max, &mut s.engines);
                 state.add(pattern.rule, n);
             }
             continue;
         }
         let start = line_start(text, first as usize);
         let end = line_end(text, last as usize);
-        let n = match_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.lazy);
+        let n = match_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
     }
     for &p in &program.unfiltered {
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        let n = match_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
+        let n = match_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
     }
 }
@@ -701,7 +706,7 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
     let candidates = s.candidates.iter().copied().chain(program.unfiltered.iter().copied());
     for p in candidates {
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.lazy);
+        let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
     }
 }
@@ -718,13 +723,13 @@ fn line_end(text: &[u8], pos: usize) -> usize {
 }
 
 /// Matches of `matcher` in each `\n`-separated line of `text`, at most `max` in all.
-fn match_lines(matcher: &Matcher, text: &[u8], max: u32, lazy: &mut Lazy<'_>) -> u32 {
+fn match_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
     let mut total = 0u32;
     if max == 0 {
         return 0;
     }
     for line in text.split(|&b| b == b'\n') {
-        total = total.saturating_add(count_matches(matcher, line, max - total, lazy));
+        total = total.saturating_add(count_matches(matcher, line, max - total, engines));
         if total >= max {
             break;
         }
@@ -733,17 +738,28 @@ fn match_lines(matcher: &Matcher, text: &[u8], max: u32, lazy: &mut Lazy<'_>) ->
 }
 
 /// Non-overlapping matches in `hay`, leftmost-first as Perl's `/g` finds them, at most `max`.
-pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, lazy: &mut Lazy<'_>) -> u32 {
+pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+    if let Matcher::Backtrack { relaxed, program } = matcher {
+        // The relaxed DFA screens; the program decides (an undecided search counts as no match).
+        if max == 0 || count_matches(relaxed, hay, 1, engines) == 0 {
+            return 0;
+        }
+        return match engines.programs.get(*program as usize) {
+            Some(p) => p.count_matches(hay, max, engines.backtrack).count,
+            None => 0,
+        };
+    }
     let mut count = 0u32;
     let mut pos = 0usize;
     while count < max && pos <= hay.len() {
         let input = Input::new(hay).range(pos..).earliest(max == 1);
         let found = match matcher {
             Matcher::Dense(dfa) => dfa.try_search_fwd(&input).ok().flatten(),
-            Matcher::Lazy(i) => match (lazy.dfas.get(*i), lazy.caches.get_mut(*i)) {
+            Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
                 (Some(dfa), Some(cache)) => dfa.try_search_fwd(cache, &input).ok().flatten(),
                 _ => None,
             },
+            Matcher::Backtrack { .. } => None,
         };
         let Some(m) = found else { break };
         count += 1;
@@ -807,6 +823,16 @@ mod tests {
             ("meta M1 M2\nmeta M2 M1\nbody B /viagra/", &["B"]),
             ("body B /viagra/\nscore B 0", &[]),
             ("body T_B /viagra/", &["T_B"]),
+            // Perl features DFAs lack: relaxed DFA screens, backtracking decides.
+            ("body B /viagra(?! and)/", &["B"]),
+            ("body B /buy viagra(?!,)/", &[]),
+            ("body B /(?<=to )buy/", &["B"]),
+            ("body B /(?<!to )buy viagra/", &[]),
+            ("body B /\\b(v\\w+a), \\1\\b/", &["B"]),
+            ("body B /(viagra) and \\1 more/", &[]),
+            ("header H Subject =~ /cheap (?=VIAGRA)/", &["H"]),
+            ("header H Subject !~ /cheap (?=VIAGRA)/", &[]),
+            ("body __A /(?<=more )viagra/\ntflags __A multiple\nmeta M __A == 1", &["M"]),
         ];
         for (rules, want) in cases {
             let (got, _) = hits(rules, MSG);

@@ -12,7 +12,9 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{hybrid, MatchKind};
 
+use super::backtrack::Program;
 use super::eval::{EvalData, EvalError, EvalTest};
+use super::perl;
 use super::{
     literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
 };
@@ -217,6 +219,10 @@ pub(crate) enum Matcher {
     Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
     /// Index into `RuleSet::lazy_dfas` and the scratch's caches.
     Lazy(usize),
+    /// A Perl pattern with lookaround or backreferences: its relaxed form (which matches
+    /// at least whatever Perl matches) screens the text, then the bounded backtracking
+    /// program (index into `RuleSet::programs`) decides.
+    Backtrack { relaxed: alloc::boxed::Box<Matcher>, program: u32 },
 }
 
 /// One compiled pattern of a target.
@@ -310,6 +316,8 @@ pub struct RuleSet {
     pub(crate) evals: Vec<EvalCheck>,
     pub(crate) eval_data: EvalData,
     pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
+    /// Backtracking programs of the patterns DFAs cannot express exactly.
+    pub(crate) programs: Vec<Program>,
     pub(crate) max_literals: usize,
     pub(crate) max_patterns: usize,
     pub(crate) meta_stack: usize,
@@ -374,10 +382,6 @@ fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<B
         }
     };
     Ok(Built { matcher, literals })
-}
-
-fn translated(p: &Pattern) -> Result<&str, DisabledReason> {
-    p.translated.as_deref().map_err(|u| DisabledReason::Regex(u.clone()))
 }
 
 /// SpamAssassin's default when a rule has no `score` line.
@@ -450,6 +454,7 @@ impl RuleSet {
             evals: Vec::new(),
             eval_data: EvalData::new(config),
             lazy_dfas: Vec::new(),
+            programs: Vec::new(),
             max_literals: 0,
             max_patterns: 0,
             meta_stack: 0,
@@ -540,7 +545,7 @@ impl RuleSet {
         };
         match &def.kind {
             RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
-                let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                let built = self.build_pattern(p)?;
                 let which = target_program(&def.kind).unwrap_or(0);
                 let rule_type = RuleType::of(&def.kind);
                 self.note_matcher(rule_type, &built);
@@ -573,12 +578,12 @@ impl RuleSet {
                 let (test, literals) = match &h.test {
                     HeaderTest::Exists => (HeaderCheckTest::Exists, None),
                     HeaderTest::Matches(p) => {
-                        let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                        let built = self.build_pattern(p)?;
                         self.note_matcher(RuleType::Header, &built);
                         (HeaderCheckTest::Matches(built.matcher), built.literals)
                     }
                     HeaderTest::NotMatches(p) => {
-                        let built = build_matcher(translated(p)?, &mut self.lazy_dfas)?;
+                        let built = self.build_pattern(p)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
                         (HeaderCheckTest::NotMatches(built.matcher), None)
@@ -611,7 +616,7 @@ impl RuleSet {
                 Ok(())
             }
             RuleKind::MimeHeader { name, raw, pattern } => {
-                let built = build_matcher(translated(pattern)?, &mut self.lazy_dfas)?;
+                let built = self.build_pattern(pattern)?;
                 self.note_matcher(RuleType::MimeHeader, &built);
                 if active {
                     self.mimeheaders.push(MimeHeaderCheck {
@@ -634,9 +639,27 @@ impl RuleSet {
         }
     }
 
+    /// Builds a rule's pattern: a DFA from its translation, or, for Perl features DFAs
+    /// lack, a DFA of its relaxed form confirmed by a backtracking program.
+    fn build_pattern(&mut self, p: &Pattern) -> Result<Built, DisabledReason> {
+        match &p.translated {
+            Ok(t) => build_matcher(t, &mut self.lazy_dfas),
+            Err(why) if why.needs_backtracking() => {
+                let bt = perl::backtrack(&p.perl).map_err(DisabledReason::Regex)?;
+                let built = build_matcher(&bt.relaxed, &mut self.lazy_dfas)?;
+                let program = self.programs.len() as u32;
+                self.programs.push(bt.program);
+                Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, literals: built.literals })
+            }
+            Err(why) => Err(DisabledReason::Regex(why.clone())),
+        }
+    }
+
     fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {
         let counts = self.summary.get_mut(rule_type);
-        if matches!(built.matcher, Matcher::Lazy(_)) {
+        if matches!(built.matcher, Matcher::Lazy(_))
+            || matches!(&built.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Lazy(_)))
+        {
             counts.lazy += 1;
         }
         if built.literals.is_none() {
@@ -750,10 +773,13 @@ impl RuleSet {
     /// Heap bytes of the compiled automata (dense DFAs, lazy DFAs' NFAs, prefilters):
     /// what every child shares with the master after a fork.
     pub fn automata_bytes(&self) -> usize {
-        let matcher = |m: &Matcher| match m {
-            Matcher::Dense(d) => d.memory_usage(),
-            Matcher::Lazy(_) => 0,
-        };
+        fn matcher(m: &Matcher) -> usize {
+            match m {
+                Matcher::Dense(d) => d.memory_usage(),
+                Matcher::Lazy(_) => 0,
+                Matcher::Backtrack { relaxed, .. } => matcher(relaxed),
+            }
+        }
         let programs = [&self.body, &self.rawbody, &self.full, &self.uri];
         let mut total: usize = programs
             .iter()
@@ -773,6 +799,7 @@ impl RuleSet {
         total += self.mimeheaders.iter().map(|m| matcher(&m.matcher)).sum::<usize>();
         total += self.header_prefilter.as_ref().map_or(0, |a| a.memory_usage());
         total += self.lazy_dfas.iter().map(|d| d.memory_usage()).sum::<usize>();
+        total += self.programs.iter().map(|p| p.len() * 12).sum::<usize>();
         total
     }
 }
