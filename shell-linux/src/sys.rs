@@ -41,6 +41,7 @@ pub const CHILD_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_getpid, // log lines carry the pid
     libc::SYS_poll,   // --round-robin
     libc::SYS_accept4, // --round-robin
+    libc::SYS_setsockopt, // --round-robin: --timeout-tcp on what it accepts
     libc::SYS_brk,
     libc::SYS_mmap,
     libc::SYS_munmap,
@@ -65,6 +66,7 @@ pub const CHILD_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_getpid,
     libc::SYS_ppoll,
     libc::SYS_accept4,
+    libc::SYS_setsockopt,
     libc::SYS_brk,
     libc::SYS_mmap,
     libc::SYS_munmap,
