@@ -151,6 +151,8 @@ pub(crate) struct PartRec {
     pub rendered: Option<(u32, u32)>,
     /// Its HTML statistics, for a rendered HTML part.
     pub html: Option<u16>,
+    /// Its text in `rawbody` (empty for parts that are not there).
+    pub decoded: (u32, u32),
     pub kind: PartKind,
     pub ctype: Span,
     pub charset: Span,
@@ -239,6 +241,7 @@ pub struct MessageBuffers {
     html: stats::HtmlTables,
     flags: ParseFlags,
     part_text: Vec<u8>,
+    body_newline: bool,
     serial: u64,
 }
 
@@ -270,6 +273,7 @@ impl MessageBuffers {
             html: stats::HtmlTables::new(),
             flags: ParseFlags::default(),
             part_text: Vec::new(),
+            body_newline: false,
             serial: u64::from(BUFFERS_MADE.fetch_add(1, Ordering::Relaxed)) << 32,
         }
     }
@@ -316,6 +320,7 @@ impl MessageBuffers {
         self.uris.clear();
         self.html_uris.clear();
         self.part_text.clear();
+        self.body_newline = false;
         self.scratch.gather.clear();
         self.header_block = (0, 0);
         self.body_start = 0;
@@ -391,6 +396,12 @@ impl<'a> Message<'a> {
     /// Rendered body text: Subject first, one paragraph per line, `\n` between lines.
     pub fn body(&self) -> &'a [u8] {
         &self.bufs.body
+    }
+
+    /// Whether SpamAssassin's body text ends with a line end that [`Message::body`]
+    /// leaves out (its last body line then has one).
+    pub fn body_ends_with_newline(&self) -> bool {
+        self.bufs.body_newline
     }
 
     /// Decoded but unrendered body of the text parts, each part on its own lines.
@@ -531,6 +542,13 @@ impl<'a> Part<'a> {
     pub fn rendered(&self) -> Option<&'a [u8]> {
         let (a, b) = self.rec.rendered?;
         self.bufs.part_text.get(a as usize..b as usize)
+    }
+
+    /// The part's text as [`Message::rawbody`] holds it (transfer encoding undone);
+    /// empty for parts that are not text.
+    pub fn decoded(&self) -> &'a [u8] {
+        let (a, b) = self.rec.decoded;
+        self.bufs.rawbody.get(a as usize..b as usize).unwrap_or(&[])
     }
 
     /// The HTML statistics of this part, when it was rendered as HTML.

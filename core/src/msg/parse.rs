@@ -169,6 +169,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         html,
         flags: final_flags,
         part_text,
+        body_newline,
         ..
     } = bufs;
     let mut flags = ParseFlags::default();
@@ -270,6 +271,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         }
         if walk.body.last() == Some(&b'\n') {
             walk.body.pop();
+            *body_newline = true;
         }
     }
     let mut overflow = walk.overflow;
@@ -379,6 +381,7 @@ impl Walk<'_> {
                 depth: node.depth,
                 body: Span::new(node.src, node.body.0, node.body.1),
                 rendered: None,
+                decoded: (0, 0),
                 html: None,
                 kind: PartKind::Leaf,
                 ctype: Span::new(Src::Meta, mime.0, mime.1),
@@ -607,19 +610,14 @@ impl Walk<'_> {
                 };
                 frame.pos = line.end;
                 frame.done = is_last || found == Some(true);
-                match found {
-                    Some(true) => {
-                        let epilogue = buf.get(line.end..frame.end).unwrap_or(&[]);
-                        if epilogue.iter().any(|&b| !is_perl_space(b) && b != b'.') {
-                            self.flags.mime_epilogue_exists = true;
-                        }
-                    }
-                    Some(false) => {
-                        if next_line(buf, line.end, frame.end, frame.eol).is_some_and(|l| !is_strict_field(l.text(buf))) {
-                            self.flags.missing_mime_headers = true;
-                        }
-                    }
-                    None => {}
+                // After a closing boundary, text other than white space and dots is an
+                // epilogue; after an opening one, the next line should be a header.
+                let epilogue = buf.get(line.end..frame.end).unwrap_or(&[]);
+                if found == Some(true) && epilogue.iter().any(|&b| !is_perl_space(b) && b != b'.') {
+                    self.flags.mime_epilogue_exists = true;
+                }
+                if found == Some(false) && next_line(buf, line.end, frame.end, frame.eol).is_some_and(|l| !is_strict_field(l.text(buf))) {
+                    self.flags.missing_mime_headers = true;
                 }
                 child_body = Some(range);
                 break;
@@ -755,7 +753,11 @@ impl Walk<'_> {
             if !self.rawbody.is_empty() && self.rawbody.last() != Some(&b'\n') {
                 self.rawbody.push(b'\n');
             }
+            let at = self.rawbody.len();
             self.rawbody.extend_from_slice(decoded.get(..keep).unwrap_or(&[]));
+            if let Some(p) = self.parts.last_mut() {
+                p.decoded = (u32::try_from(at).unwrap_or(u32::MAX), u32::try_from(self.rawbody.len()).unwrap_or(u32::MAX));
+            }
         }
         if !body_ok {
             return;

@@ -451,10 +451,8 @@ impl HtmlRecorder<'_> {
                     self.stats.image_area += w * h;
                 }
             }
-            b"form" => {
-                if attrs.action.is_some_and(|v| find_ci(decoded(v, scratch), b"mailto:")) {
-                    self.stats.form_action_mailto = true;
-                }
+            b"form" if attrs.action.is_some_and(|v| find_ci(decoded(v, scratch), b"mailto:")) => {
+                self.stats.form_action_mailto = true;
             }
             b"object" | b"embed" => self.stats.embeds = true,
             b"a" => self.open_anchor = self.new_record(List::Anchors),

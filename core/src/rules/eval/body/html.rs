@@ -159,7 +159,7 @@ impl TextPattern {
 #[derive(Debug, Clone)]
 enum Test {
     /// `html_test(key)`: the value is true in some part.
-    Test(HtmlKey),
+    Flag(HtmlKey),
     /// `html_range(key, min, max)`: `min < value <= max` in some part (`max` may be `inf`).
     Range { key: HtmlKey, min: f64, max: f64 },
     /// `html_eval(key, expr)`.
@@ -194,7 +194,7 @@ impl HtmlEval {
         let arg = |i: usize| args.get(i).map(String::as_str).ok_or_else(|| bad(function, "missing argument"));
         let t = || -> Result<Test, EvalError> {
             Ok(match function {
-                "html_test" => Test::Test(HtmlKey::parse(function, arg(0)?)?),
+                "html_test" => Test::Flag(HtmlKey::parse(function, arg(0)?)?),
                 "html_range" => {
                     let key = HtmlKey::parse(function, arg(0)?)?;
                     let min = number(function, args, 1)?;
@@ -242,7 +242,7 @@ impl HtmlEval {
     /// Whether the test hits on `m`.
     pub fn run(&self, m: &Message<'_>) -> bool {
         match &self.0 {
-            Test::Test(key) => m.html_parts().any(|p| key.value(p.stats()).is_some_and(|v| v != 0.0)),
+            Test::Flag(key) => m.html_parts().any(|p| key.value(p.stats()).is_some_and(|v| v != 0.0)),
             Test::Range { key, min, max } => m.html_parts().any(|p| match key.value(p.stats()) {
                 Some(v) => v > *min && v <= *max,
                 None => false,
@@ -286,7 +286,8 @@ fn chars(s: &[u8]) -> usize {
 /// `html_title_subject_ratio`: some part's longest title is more than `ratio` times
 /// as long as the Subject.
 fn title_subject_ratio(m: &Message<'_>, ratio: f64) -> bool {
-    let subject = m.header(b"subject").map_or(0, |h| chars(h.decoded));
+    // `$pms->get('Subject')`: every Subject field, each with its line end.
+    let subject: usize = m.headers().filter(|h| h.name.eq_ignore_ascii_case(b"subject")).map(|h| chars(h.decoded) + 1).sum();
     if subject == 0 {
         return false;
     }

@@ -108,7 +108,11 @@ impl ImageEval {
             Test::Count { kind, min, max } => facts.count(*kind).is_some_and(|v| in_range(v, *min, *max, false)),
             Test::Pixels { kind, min, max } => facts.pixels(*kind).is_some_and(|v| in_range(v, *min, *max, false)),
             Test::TextRatio { kind, min, max, raw } => {
-                let text = if *raw { m.rawbody().len() } else { m.body().len() };
+                let text = if *raw {
+                    m.parts().map(|p| p.decoded().len()).sum()
+                } else {
+                    m.body().len() + usize::from(m.body_ends_with_newline())
+                };
                 match facts.pixels(*kind) {
                     Some(px) if text > 0 && px > 0.0 => in_range(text as f64 / px, *min, Some(*max), true),
                     _ => false,
@@ -310,12 +314,13 @@ fn is_space(b: u8) -> bool {
 /// Base64 decoded on demand with SpamAssassin's rules (those of `msg::decode`): white
 /// space ignored; for clean input an inner `=` counts as `A`, otherwise bytes outside
 /// the alphabet are dropped and an inner `=` counts as `/`; trailing `=` are padding.
+/// Whether the input is clean is only looked up when an `=` is met, so reading an
+/// image header does not walk the whole image.
 struct Base64Stream<'a> {
     src: &'a [u8],
     pos: usize,
-    /// One past the last data character.
-    end: usize,
-    inner_pad: u8,
+    /// The value of an inner `=` and one past the last data character, once needed.
+    pad: Option<(u8, usize)>,
     acc: u32,
     sextets: u32,
     out: [u8; 3],
@@ -325,10 +330,18 @@ struct Base64Stream<'a> {
 
 impl<'a> Base64Stream<'a> {
     fn new(src: &'a [u8]) -> Base64Stream<'a> {
+        Base64Stream { src, pos: 0, pad: None, acc: 0, sextets: 0, out: [0; 3], out_pos: 0, out_len: 0 }
+    }
+
+    /// The inner `=` value and the end of the data, from a walk over the whole text.
+    fn pad(&mut self) -> (u8, usize) {
+        if let Some(p) = self.pad {
+            return p;
+        }
         let mut count = 0usize;
         let mut clean = true;
         let mut end = 0;
-        for (i, &b) in src.iter().enumerate() {
+        for (i, &b) in self.src.iter().enumerate() {
             if is_space(b) {
                 continue;
             }
@@ -340,7 +353,29 @@ impl<'a> Base64Stream<'a> {
             }
         }
         clean = clean && count >= 2 && count % 4 == 0;
-        Base64Stream { src, pos: 0, end, inner_pad: if clean { 0 } else { 63 }, acc: 0, sextets: 0, out: [0; 3], out_pos: 0, out_len: 0 }
+        let p = (if clean { 0 } else { 63 }, end);
+        self.pad = Some(p);
+        p
+    }
+
+    /// Writes out the last, partial group; `None` when nothing is left.
+    fn flush(&mut self) -> Option<()> {
+        let (acc, n) = (self.acc, self.sextets);
+        self.acc = 0;
+        self.sextets = 0;
+        self.out_pos = 0;
+        self.out_len = match n {
+            2 => {
+                self.out = [(acc >> 4) as u8, 0, 0];
+                1
+            }
+            3 => {
+                self.out = [(acc >> 10) as u8, (acc >> 2) as u8, 0];
+                2
+            }
+            _ => return None,
+        };
+        Some(())
     }
 
     fn next(&mut self) -> Option<u8> {
@@ -350,33 +385,28 @@ impl<'a> Base64Stream<'a> {
                 self.out_pos += 1;
                 return b;
             }
-            if self.pos >= self.end {
-                // The last, partial group.
-                let (acc, n) = (self.acc, self.sextets);
-                self.acc = 0;
-                self.sextets = 0;
-                self.out_pos = 0;
-                self.out_len = match n {
-                    2 => {
-                        self.out = [(acc >> 4) as u8, 0, 0];
-                        1
-                    }
-                    3 => {
-                        self.out = [(acc >> 10) as u8, (acc >> 2) as u8, 0];
-                        2
-                    }
-                    _ => return None,
-                };
+            let Some(&b) = self.src.get(self.pos) else {
+                self.flush()?;
                 continue;
-            }
-            let b = self.src.get(self.pos).copied().unwrap_or(b' ');
-            self.pos += 1;
+            };
             let v = match b64_value(b) {
-                _ if is_space(b) => continue,
-                INVALID => continue,
-                PAD => self.inner_pad,
+                PAD => {
+                    let (inner, end) = self.pad();
+                    if self.pos >= end {
+                        // Only padding and dropped bytes follow.
+                        self.pos = self.src.len();
+                        self.flush()?;
+                        continue;
+                    }
+                    inner
+                }
+                INVALID => {
+                    self.pos += 1;
+                    continue;
+                }
                 v => v,
             };
+            self.pos += 1;
             self.acc = (self.acc << 6) | u32::from(v);
             self.sextets += 1;
             if self.sextets == 4 {
@@ -455,6 +485,9 @@ mod tests {
             (b"aGVsbG8g!!d29ybGQ=", b"hello world"),
             (b"", b""),
             (b"QQ==", b"A"),
+            (b"QQ==QUJD", b"A\0\0ABC"),
+            (b"QQ==!QUJD", b"A\x0f\xffABC"),
+            (b"QUJD====", b"ABC"),
         ];
         for (text, want) in cases {
             assert_eq!(decoded(text), *want, "{:?}", core::str::from_utf8(text));

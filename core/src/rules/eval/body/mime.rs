@@ -197,9 +197,11 @@ impl MimeEval {
     }
 }
 
-/// `$pms->get('Content-Type') =~ m{^text/html}i`.
+/// `$pms->get('Content-Type') =~ m{^text/html}i`: the first Content-Type field.
 fn top_is_html(m: &Message<'_>) -> bool {
-    m.header(b"content-type").is_some_and(|h| h.decoded.get(..9).is_some_and(|p| p.eq_ignore_ascii_case(b"text/html")))
+    m.headers()
+        .find(|h| h.name.eq_ignore_ascii_case(b"content-type"))
+        .is_some_and(|h| h.decoded.get(..9).is_some_and(|p| p.eq_ignore_ascii_case(b"text/html")))
 }
 
 /// What `_check_attachments` and friends find in a message.
@@ -238,7 +240,8 @@ impl MimeFacts {
         // Depths of the multipart/alternative ancestors of the current part.
         let mut alternatives = [0usize; 16];
         let mut open = 0usize;
-        if let Some(ct) = m.header(b"content-type") {
+        // `get_charset_from_ct_line($pms->get('Content-Type'))`: all Content-Type fields joined.
+        if let Some(ct) = m.headers().find(|h| h.name.eq_ignore_ascii_case(b"content-type") && ct_line_charset(h.decoded).is_some()) {
             f.caps_charset |= ct_line_charset(ct.decoded).is_some_and(is_caps_charset);
         }
         for part in m.parts() {

@@ -82,7 +82,7 @@ impl TextEval {
                     Some(v) => v,
                     None => {
                         let facts = *scratch.mime.get_or_insert_with(|| MimeFacts::of(m));
-                        let v = if facts.caps_charset { 0.0 } else { uppercase_percent(m.body()) };
+                        let v = if facts.caps_charset { 0.0 } else { uppercase_percent(m.body(), m.body_ends_with_newline()) };
                         scratch.text.uppercase = Some(v);
                         v
                     }
@@ -91,12 +91,14 @@ impl TextEval {
             }
             Test::BodyLength(max) => (m.body_len() as f64) <= *max,
             Test::BlankLineRatio { min, max, min_lines } => {
-                let (blank, lines) = *scratch.text.blank_lines.get_or_insert_with(|| blank_lines(m.rawbody()));
+                let (blank, lines) = *scratch.text.blank_lines.get_or_insert_with(|| {
+                    m.parts().map(|p| blank_lines(p.decoded())).fold((0, 0), |(b, n), (pb, pn)| (b + pb, n + pn))
+                });
                 let ratio = if (lines as f64) < *min_lines { -1.0 } else { 100.0 * blank as f64 / lines as f64 };
-                (*min == 0.0 && ratio <= *max) || (ratio > *min && ratio <= *max)
+                ratio <= *max && (*min == 0.0 || ratio > *min)
             }
             Test::VerticalWords { min, max } => {
-                let v = *scratch.text.vertical.get_or_insert_with(|| vertical_words(m.body())) as f64;
+                let v = *scratch.text.vertical.get_or_insert_with(|| vertical_words(m.body(), m.body_ends_with_newline())) as f64;
                 v >= *min && v < *max
             }
             Test::StockInfo(min) => {
@@ -135,9 +137,9 @@ impl TextCache {
     }
 }
 
-/// Lines of rendered body text as SpamAssassin's array holds them: each with its
-/// line end except the last.
-fn body_lines(body: &[u8]) -> impl Iterator<Item = (&[u8], usize)> {
+/// Lines of text with their length as SpamAssassin's array holds them: each with
+/// its line end, the last one only with `final_newline`.
+fn body_lines(body: &[u8], final_newline: bool) -> impl Iterator<Item = (&[u8], usize)> {
     let mut rest = Some(body);
     core::iter::from_fn(move || {
         let r = rest?;
@@ -152,7 +154,7 @@ fn body_lines(body: &[u8]) -> impl Iterator<Item = (&[u8], usize)> {
             }
             None => {
                 rest = None;
-                Some((r, r.len()))
+                Some((r, r.len() + usize::from(final_newline)))
             }
         }
     })
@@ -165,11 +167,11 @@ fn is_space(b: u8) -> bool {
 
 /// `check_for_uppercase`'s percentage of capitals among letters and digits, over
 /// lines with an inner space, when they hold 200 bytes or more.
-fn uppercase_percent(body: &[u8]) -> f64 {
+fn uppercase_percent(body: &[u8], final_newline: bool) -> f64 {
     let mut len = 0usize;
     let mut lower = 0u64;
     let mut upper = 0u64;
-    for (line, with_end) in body_lines(body) {
+    for (line, with_end) in body_lines(body, final_newline) {
         if !has_inner_space(line) || is_base64_pair(line) {
             continue;
         }
@@ -222,14 +224,17 @@ fn is_base64_pair(line: &[u8]) -> bool {
     true
 }
 
-/// Blank and total lines of the decoded text (`check_blank_line_ratio`).
-fn blank_lines(rawbody: &[u8]) -> (u64, u64) {
+/// Blank and total lines of a part's decoded text, cut into paragraphs as
+/// SpamAssassin's decoded body array holds it (`check_blank_line_ratio`).
+fn blank_lines(text: &[u8]) -> (u64, u64) {
     let mut blank = 0;
     let mut lines = 0;
-    for (line, _) in body_lines(rawbody) {
-        lines += 1;
-        if line.iter().all(|&b| is_space(b)) {
-            blank += 1;
+    for chunk in paragraphs(text) {
+        for (line, _) in body_lines(chunk, false) {
+            lines += 1;
+            if line.iter().all(|&b| is_space(b)) {
+                blank += 1;
+            }
         }
     }
     (blank, lines)
@@ -237,9 +242,9 @@ fn blank_lines(rawbody: &[u8]) -> (u64, u64) {
 
 /// `tvd_vertical_words`: the largest percentage of spaces to other bytes over lines
 /// longer than 5 bytes; -1 without such lines.
-fn vertical_words(body: &[u8]) -> i64 {
+fn vertical_words(body: &[u8], final_newline: bool) -> i64 {
     let mut best = -1i64;
-    for (line, with_end) in body_lines(body) {
+    for (line, with_end) in body_lines(body, final_newline) {
         if with_end <= 5 {
             continue;
         }
@@ -258,55 +263,104 @@ fn stock_info(m: &Message<'_>) -> u32 {
     let Some(text) = part.rendered() else { return 0 };
     let mut seen = [[0u8; 32]; 16];
     let mut count = 0usize;
-    let mut at = 0;
-    while at < text.len() {
-        let line_end = memchr::memchr(b'\n', text.get(at..).unwrap_or(&[])).map_or(text.len(), |k| at + k);
-        let line = text.get(at..line_end).unwrap_or(&[]);
-        let after = text.get(at..).unwrap_or(&[]);
-        at = line_end + 1;
-        let Some(label) = stock_label(line, after) else { continue };
-        let mut key = [0u8; 32];
-        let mut n = 0;
-        for c in label.iter().map(u8::to_ascii_lowercase).filter(u8::is_ascii_lowercase) {
-            if let Some(slot) = key.get_mut(n) {
-                *slot = c;
-                n += 1;
+    for chunk in paragraphs(text) {
+        let mut pos = 0;
+        while let Some((label, end)) = next_label(chunk, pos) {
+            pos = end;
+            let mut key = [0u8; 32];
+            let mut n = 0;
+            for c in label.iter().map(u8::to_ascii_lowercase).filter(u8::is_ascii_lowercase) {
+                if let Some(slot) = key.get_mut(n) {
+                    *slot = c;
+                    n += 1;
+                }
             }
-        }
-        let Some(hit) = stock_word(key.get(..n).unwrap_or(&[])) else { continue };
-        let mut word = [0u8; 32];
-        for (slot, &b) in word.iter_mut().skip(1).zip(hit) {
-            *slot = b;
-        }
-        if let Some(first) = word.first_mut() {
-            *first = hit.len() as u8;
-        }
-        if !seen.get(..count).unwrap_or(&[]).contains(&word) {
-            if let Some(slot) = seen.get_mut(count) {
-                *slot = word;
-                count += 1;
+            let Some(hit) = stock_word(key.get(..n).unwrap_or(&[])) else { continue };
+            let mut word = [0u8; 32];
+            for (slot, &b) in word.iter_mut().skip(1).zip(hit) {
+                *slot = b;
+            }
+            if let Some(first) = word.first_mut() {
+                *first = hit.len() as u8;
+            }
+            if !seen.get(..count).unwrap_or(&[]).contains(&word) {
+                if let Some(slot) = seen.get_mut(count) {
+                    *slot = word;
+                    count += 1;
+                }
             }
         }
     }
     count as u32
 }
 
-/// `^\s*([^:\s][^:\n]{2,29})\s*:\s*\S` at the start of `line` (`rest` is the text
-/// from the line on, where the value may follow): the label's letters' span.
-fn stock_label<'t>(line: &'t [u8], rest: &[u8]) -> Option<&'t [u8]> {
-    let start = line.iter().take_while(|&&b| is_space(b)).count();
-    let body = line.get(start..)?;
-    let colon = memchr::memchr(b':', body)?;
-    let label = body.get(..colon)?;
+/// SpamAssassin's `split_into_array_of_short_paragraphs`: pieces of 2-4 KiB cut
+/// after a line end, a `>` or a space where possible.
+fn paragraphs(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const MAX: usize = 2048;
+    let mut ofs = 0;
+    let mut done = false;
+    core::iter::from_fn(move || {
+        if done || ofs >= text.len() {
+            return None;
+        }
+        if text.len() <= MAX || text.len() - ofs <= 2 * MAX {
+            done = true;
+            return text.get(ofs..);
+        }
+        let find = |c: u8| text.get(ofs + MAX..).and_then(|r| memchr::memchr(c, r)).map(|k| ofs + MAX + k);
+        let fits = |j: usize| j - ofs < 2 * MAX;
+        let j = [b'\n', b'>', b' '].iter().find_map(|&c| find(c).filter(|&j| fits(j))).unwrap_or(ofs + MAX);
+        let piece = text.get(ofs..=j);
+        ofs = j + 1;
+        piece
+    })
+}
+
+/// The next match of `^\s*([^:\s][^:\n]{2,29})\s*:\s*\S` (with `/m`) at or after
+/// `from`: the label's span without trailing white space, and where the match ends.
+fn next_label(text: &[u8], from: usize) -> Option<(&[u8], usize)> {
+    let mut start = from;
+    loop {
+        // `^`: a line start at or after `start`.
+        if start > 0 && text.get(start - 1) != Some(&b'\n') {
+            start = start + memchr::memchr(b'\n', text.get(start..)?)? + 1;
+        }
+        if start >= text.len() {
+            return None;
+        }
+        if let Some(found) = label_at(text, start) {
+            return Some(found);
+        }
+        start += 1;
+    }
+}
+
+/// The label match starting at line start `at`, if any.
+fn label_at(text: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let skip_space = |mut i: usize| {
+        while text.get(i).copied().is_some_and(is_space) {
+            i += 1;
+        }
+        i
+    };
+    let first = skip_space(at);
+    if matches!(text.get(first), None | Some(b':')) {
+        return None;
+    }
+    let run = text.get(first..)?.iter().take_while(|&&b| b != b':' && b != b'\n').count();
+    let label = text.get(first..first + run)?;
     let trimmed = label.len() - label.iter().rev().take_while(|&&b| is_space(b)).count();
-    if label.len() < 3 || trimmed == 0 || trimmed > 30 {
+    if run < 3 || trimmed > 30 {
         return None;
     }
-    let value_from = start + colon + 1;
-    if !rest.get(value_from..)?.iter().any(|&b| !is_space(b)) {
+    let colon = skip_space(first + run);
+    if text.get(colon) != Some(&b':') {
         return None;
     }
-    label.get(..trimmed)
+    let value = skip_space(colon + 1);
+    text.get(value)?;
+    Some((label.get(..trimmed)?, value + 1))
 }
 
 /// The stock-tip word `str` ends with, as SpamAssassin's pattern matches it (the
@@ -533,11 +587,11 @@ mod tests {
         let shout = "THIS IS ALL IN CAPITALS AND IT GOES ON FOR A WHILE SO THAT IT REACHES THE MINIMUM LENGTH\n";
         let calm = "this is all in small letters and it goes on for a while so that it reaches the minimum\n";
         let body = alloc::format!("subject\n{shout}{shout}{shout}");
-        assert_eq!(uppercase_percent(body.as_bytes()), 100.0);
+        assert_eq!(uppercase_percent(body.as_bytes(), false), 100.0);
         let mixed = alloc::format!("subject\n{shout}{calm}{calm}");
-        let p = uppercase_percent(mixed.as_bytes());
+        let p = uppercase_percent(mixed.as_bytes(), false);
         assert!(p > 25.0 && p < 50.0, "{p}");
-        assert_eq!(uppercase_percent(b"SHORT TEXT"), 0.0);
+        assert_eq!(uppercase_percent(b"SHORT TEXT", false), 0.0);
         assert!(is_base64_pair(
             b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2 QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2 x"
         ));
@@ -545,10 +599,10 @@ mod tests {
 
     #[test]
     fn vertical_and_blank_lines() {
-        assert_eq!(vertical_words(b"subj\nv e r t i c a l"), 87);
-        assert_eq!(vertical_words(b"subj\nv  e  r  t"), 100);
-        assert_eq!(vertical_words(b"s\nab cd ef"), 33);
-        assert_eq!(vertical_words(b"s\nab"), -1);
+        assert_eq!(vertical_words(b"subj\nv e r t i c a l", false), 87);
+        assert_eq!(vertical_words(b"subj\nv  e  r  t", false), 100);
+        assert_eq!(vertical_words(b"s\nab cd ef", false), 33);
+        assert_eq!(vertical_words(b"s\nab", false), -1);
         assert_eq!(blank_lines(b"a\n\n \nb\n"), (2, 4));
     }
 
@@ -569,12 +623,20 @@ mod tests {
         for (w, want) in cases {
             assert_eq!(stock_word(w), *want, "{:?}", core::str::from_utf8(w));
         }
-        let label = |l: &'static [u8]| stock_label(l, l);
-        assert_eq!(label(b"  Symbol: XYZ"), Some(&b"Symbol"[..]));
-        assert_eq!(label(b"Target Price :  $5"), Some(&b"Target Price"[..]));
-        assert_eq!(label(b"ab: c"), None);
-        assert_eq!(label(b"Symbol:"), None);
-        assert_eq!(label(b"a very long label that goes on and on: x"), None);
+        let labels = |t: &'static [u8]| {
+            let mut out = Vec::new();
+            let mut pos = 0;
+            while let Some((l, end)) = next_label(t, pos) {
+                out.push(l);
+                pos = end;
+            }
+            out
+        };
+        assert_eq!(labels(b"  Symbol: XYZ\nTarget Price :  $5"), [&b"Symbol"[..], b"Target Price"]);
+        assert_eq!(labels(b"ab: c\nSymbol:\n"), Vec::<&[u8]>::new());
+        assert_eq!(labels(b"a very long label that goes on and on: x"), Vec::<&[u8]>::new());
+        // The value may sit on the next line; the line it sits on is then not searched.
+        assert_eq!(labels(b"if x is not None:\n    yield 'position: x'\nSector: y"), [&b"if x is not None"[..], b"Sector"]);
     }
 
     #[test]
