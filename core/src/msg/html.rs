@@ -1,9 +1,9 @@
 //! HTML to text as SpamAssassin's `HTML.pm` renders it on top of HTML::Parser:
 //! tags dropped, entities decoded, script/style/comments removed, block elements
 //! turned into line breaks, and URIs gathered from links, images, forms and the like.
-//!
-//! Approximation: font colours and sizes are not tracked, so all text counts as
-//! visible (this only moves a space at some line edges).
+//! Font colours, sizes and CSS are followed (`style`) to tell invisible text. When
+//! the parser asks for it, every tag, text run, comment and declaration is also
+//! reported to a [`HtmlRecorder`] (the statistics of `HTML.pm`'s results).
 
 use alloc::vec::Vec;
 

@@ -171,7 +171,7 @@ fn probe(table: &[TagSlot], hash: u64) -> Option<usize> {
         return None;
     }
     let start = (hash % n as u64) as usize;
-    (0..n).map(|i| (start + i) % n).find(|&i| table.get(i).is_some_and(|s| s.hash == hash || s.hash == 0))
+    (start..n).chain(0..start).find(|&i| table.get(i).is_some_and(|s| s.hash == hash || s.hash == 0))
 }
 
 /// The open count of tag `hash` in `table` (`inside{tag}`), if the tag was seen.
@@ -313,23 +313,20 @@ pub(crate) fn char_count(s: &[u8]) -> u64 {
 
 /// White-space characters of UTF-8 text (Perl's `\s` on characters).
 fn space_count(s: &[u8]) -> u64 {
-    let mut n = 0;
-    let mut rest = s;
-    while let Some(&b) = rest.first() {
-        if matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-            n += 1;
-            rest = rest.get(1..).unwrap_or(&[]);
-            continue;
-        }
-        let k = super::render::unicode_space_len(rest);
-        if k > 0 {
-            n += 1;
-            rest = rest.get(k..).unwrap_or(&[]);
-        } else {
-            rest = rest.get(1..).unwrap_or(&[]);
+    let ascii = s.iter().filter(|&&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)).count() as u64;
+    if s.is_ascii() {
+        return ascii;
+    }
+    // The other spaces all start with one of these bytes.
+    let mut wide = 0;
+    for lead in [memchr::memchr2_iter(0xc2, 0xe2, s), memchr::memchr2_iter(0xe1, 0xe3, s)] {
+        for i in lead {
+            if super::render::unicode_space_len(s.get(i..).unwrap_or(&[])) > 0 {
+                wide += 1;
+            }
         }
     }
-    n
+    ascii + wide
 }
 
 /// How the current text style hides text, as `html_font_invisible` decides.
