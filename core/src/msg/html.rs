@@ -1,15 +1,16 @@
 //! HTML to text as SpamAssassin's `HTML.pm` renders it on top of HTML::Parser:
 //! tags dropped, entities decoded, script/style/comments removed, block elements
 //! turned into line breaks, and URIs gathered from links, images, forms and the like.
-//!
-//! Approximation: font colours and sizes are not tracked, so all text counts as
-//! visible (this only moves a space at some line edges).
+//! Font colours, sizes and CSS are followed (`style`) to tell invisible text. When
+//! the parser asks for it, every tag, text run, comment and declaration is also
+//! reported to a [`HtmlRecorder`] (the statistics of `HTML.pm`'s results).
 
 use alloc::vec::Vec;
 
 use super::charset::push_char;
 use super::entities::ENTITIES;
 use super::render::unicode_space_len;
+use super::stats::{HtmlRecorder, TagAttrs};
 use super::style::{StyleTag, Styles};
 
 /// SpamAssassin's `MAX_URI_LENGTH`.
@@ -42,6 +43,8 @@ pub(crate) struct HtmlSink<'s> {
     pub resolved: &'s mut Vec<u8>,
     /// Scratch: a path being cleaned.
     pub path: &'s mut Vec<u8>,
+    /// Where this part's HTML statistics go, when they are kept.
+    pub record: Option<HtmlRecorder<'s>>,
 }
 
 /// What was last appended to the rendered text.
@@ -87,6 +90,10 @@ struct Renderer<'s, 'k> {
 
 /// Renders the HTML document `src` (UTF-8) into `sink.text`, gathering URIs.
 pub(crate) fn render(src: &[u8], sink: &mut HtmlSink<'_>) {
+    let text_start = sink.text.len();
+    if let Some(r) = sink.record.as_mut() {
+        r.source(src);
+    }
     let mut pre = core::mem::take(sink.pre);
     preprocess(src, &mut pre);
     sink.base.clear();
@@ -103,6 +110,13 @@ pub(crate) fn render(src: &[u8], sink: &mut HtmlSink<'_>) {
     };
     r.run(&pre);
     *r.sink.pre = pre;
+    let (min_size, max_size) = r.styles.size_range();
+    let HtmlSink { text, record, .. } = &mut *r.sink;
+    if let Some(rec) = record.as_mut() {
+        rec.stats.min_size = min_size;
+        rec.stats.max_size = max_size;
+        rec.finish(text.get(text_start..).unwrap_or(&[]));
+    }
 }
 
 /// SpamAssassin's textual fixes before parsing: `&nbsp;` becomes a space,
@@ -213,11 +227,19 @@ impl Renderer<'_, '_> {
             match next {
                 Some(c) if c.is_ascii_alphabetic() || c == b'_' || c == b':' => {
                     self.text(doc.get(text_from..lt).unwrap_or(&[]), true);
-                    let Some((end, name)) = self.parse_start_tag(doc, lt) else { return };
+                    let Some((end, name)) = self.parse_start_tag(doc, lt) else {
+                        // HTML::Parser reports an unterminated tag as a comment.
+                        self.comment(doc.get(lt..).unwrap_or(&[]));
+                        return;
+                    };
                     let tag = doc.get(name.0..name.1).unwrap_or(&[]);
+                    let acts = self.sink.record.as_mut().is_some_and(|r| r.tag(tag, true));
                     let literal = tag_key(tag).and_then(|(k, n)| {
                         let key = k.get(..n).unwrap_or(&[]);
                         self.start_tag(doc, key);
+                        if acts {
+                            self.start_tests(doc, key);
+                        }
                         literal_kind(key).map(|l| (l, k, n))
                     });
                     i = end;
@@ -232,8 +254,15 @@ impl Renderer<'_, '_> {
                     self.text(doc.get(text_from..lt).unwrap_or(&[]), true);
                     let name_len =
                         doc.get(lt + 2..).unwrap_or(&[]).iter().take_while(|&&b| !is_html_space(b) && b != b'>').count();
-                    let Some(gt) = doc.get(lt + 2 + name_len..).and_then(|d| memchr::memchr(b'>', d)) else { return };
-                    if let Some((k, n)) = tag_key(doc.get(lt + 2..lt + 2 + name_len).unwrap_or(&[])) {
+                    let Some(gt) = doc.get(lt + 2 + name_len..).and_then(|d| memchr::memchr(b'>', d)) else {
+                        self.comment(doc.get(lt..).unwrap_or(&[]));
+                        return;
+                    };
+                    let name = doc.get(lt + 2..lt + 2 + name_len).unwrap_or(&[]);
+                    if let Some(r) = self.sink.record.as_mut() {
+                        r.tag(name, false);
+                    }
+                    if let Some((k, n)) = tag_key(name) {
                         self.end_tag(k.get(..n).unwrap_or(&[]));
                     }
                     i = lt + 2 + name_len + gt + 1;
@@ -248,6 +277,17 @@ impl Renderer<'_, '_> {
                 Some(b'/' | b'?') => {
                     self.text(doc.get(text_from..lt).unwrap_or(&[]), true);
                     let Some(gt) = doc.get(lt..).and_then(|d| memchr::memchr(b'>', d)) else { return };
+                    if next == Some(b'/') {
+                        // HTML::Parser: `</x…>` is an end tag whatever `x` is; `</ …>` a comment.
+                        let markup = doc.get(lt..lt + gt + 1).unwrap_or(&[]);
+                        match markup.get(2) {
+                            Some(&c) if !is_html_space(c) && c != b'>' => {
+                                let n = markup.get(2..).unwrap_or(&[]).iter().take_while(|&&b| !is_html_space(b) && b != b'>').count();
+                                self.end_event(markup.get(2..2 + n).unwrap_or(&[]));
+                            }
+                            _ => self.comment(markup),
+                        }
+                    }
                     i = lt + gt + 1;
                     text_from = i;
                 }
@@ -277,10 +317,12 @@ impl Renderer<'_, '_> {
                     end
                 }
             };
-            return match found {
+            let end = match found {
                 Some(end) => Some(end + 3),
                 None => doc.get(from..).and_then(|b| memchr::memchr(b'>', b)).map(|gt| from + gt + 1),
             };
+            self.comment(doc.get(lt..end.unwrap_or(doc.len())).unwrap_or(&[]));
+            return end;
         }
         if rest.starts_with(b"<![") {
             let kw = rest.get(3..)?.iter().take_while(|b| b.is_ascii_alphabetic()).count();
@@ -295,8 +337,53 @@ impl Renderer<'_, '_> {
                 return Some(start + end + 3);
             }
         }
-        let gt = memchr::memchr(b'>', rest)?;
+        let Some(gt) = memchr::memchr(b'>', rest) else {
+            self.comment(rest);
+            return None;
+        };
+        // `<!doctype …>` and `<!entity …>` are declarations; anything else a comment.
+        let keyword = |k: &[u8]| {
+            rest.get(2..2 + k.len()).is_some_and(|w| w.eq_ignore_ascii_case(k))
+                && rest.get(2 + k.len()).is_some_and(|&b| is_html_space(b) || b == b'>')
+        };
+        let declaration = |k: &[u8]| keyword(k) && valid_declaration(rest.get(2 + k.len()..gt).unwrap_or(&[]));
+        if declaration(b"doctype") {
+            if let Some(r) = self.sink.record.as_mut() {
+                r.doctype();
+            }
+        } else if !declaration(b"entity") {
+            self.comment(rest.get(..=gt).unwrap_or(&[]));
+        }
         Some(lt + gt + 1)
+    }
+
+    fn comment(&mut self, text: &[u8]) {
+        if let Some(r) = self.sink.record.as_mut() {
+            r.comment(text);
+        }
+    }
+
+    /// SpamAssassin's `html_tests` on the current start tag.
+    fn start_tests(&mut self, doc: &[u8], tag: &[u8]) {
+        if !matches!(tag, b"font" | b"img" | b"form" | b"object" | b"embed" | b"a" | b"title") {
+            return;
+        }
+        let attrs = TagAttrs {
+            face: self.attr(doc, b"face"),
+            width: self.attr(doc, b"width"),
+            height: self.attr(doc, b"height"),
+            action: self.attr(doc, b"action"),
+        };
+        let HtmlSink { record, ent, .. } = &mut *self.sink;
+        if let Some(r) = record.as_mut() {
+            r.start_tests(tag, &attrs, ent);
+        }
+    }
+
+    fn end_event(&mut self, tag: &[u8]) {
+        if let Some(r) = self.sink.record.as_mut() {
+            r.tag(tag, false);
+        }
     }
 
     /// Parses a start tag at `lt`: its attributes into `self.attrs`; returns the
@@ -387,6 +474,7 @@ impl Renderer<'_, '_> {
                 }
                 if doc.get(j) == Some(&b'>') {
                     self.text(doc.get(from..at).unwrap_or(&[]), kind == Literal::Decoded);
+                    self.end_event(tag);
                     self.end_tag(tag);
                     return j + 1;
                 }
@@ -408,6 +496,7 @@ impl Renderer<'_, '_> {
     fn unclosed_title(&mut self, doc: &[u8], from: usize, tag: &[u8]) -> usize {
         let stop = doc.get(from..).and_then(|d| memchr::memchr(b'<', d)).map_or(doc.len(), |k| from + k);
         self.text(doc.get(from..stop).unwrap_or(&[]), true);
+        self.end_event(tag);
         self.end_tag(tag);
         stop
     }
@@ -458,7 +547,7 @@ impl Renderer<'_, '_> {
         if raw.is_empty() || self.in_script > 0 || self.in_style > 0 {
             return;
         }
-        let HtmlSink { text: out, ent, wide, .. } = &mut *self.sink;
+        let HtmlSink { text: out, ent, wide, record, .. } = &mut *self.sink;
         let src: &[u8] = if decode && memchr::memchr(b'&', raw).is_some() {
             ent.clear();
             if decode_entities(raw, ent, true) {
@@ -468,6 +557,15 @@ impl Renderer<'_, '_> {
         } else {
             raw
         };
+        if let Some(r) = record.as_mut() {
+            let previous: Option<&[u8]> = match self.last {
+                Last::Nothing => None,
+                Last::Text(start, _) => Some(out.get(start..).unwrap_or(&[])),
+                Last::Space => Some(b" "),
+            };
+            let styles = &self.styles;
+            r.text(src, previous, || styles.hiding());
+        }
         // Invisible text (by font, colour or CSS) keeps its edge spaces.
         let mut k = 0;
         let mut visible_chars = false;
@@ -538,6 +636,12 @@ impl Renderer<'_, '_> {
             b"img" | b"frame" | b"iframe" | b"embed" | b"script" | b"bgsound" => {
                 if let Some(v) = self.attr(doc, b"src") {
                     self.push_uri(v, false);
+                    if tag == b"iframe" {
+                        let (a, b) = self.decoded_attr(v, false);
+                        if let (true, Some(r)) = (a < b, self.sink.record.as_mut()) {
+                            r.iframe_src();
+                        }
+                    }
                 }
             }
             b"form" => {
@@ -611,6 +715,9 @@ impl Renderer<'_, '_> {
             }
         }
         if b - a > MAX_URI {
+            if let Some(r) = self.sink.record.as_mut() {
+                r.uri(super::stats::char_count(buf.get(a..b).unwrap_or(&[])) as usize);
+            }
             b = a + MAX_URI;
         }
         (a, b)
@@ -693,6 +800,36 @@ impl Renderer<'_, '_> {
         }
         self.push_decoded(a + start, a + start + end);
     }
+}
+
+/// Whether the rest of a `<!doctype` or `<!entity` declaration parses as one for
+/// HTML::Parser: quoted strings closed, `--` comments closed, no token starting with `-`.
+fn valid_declaration(body: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
+        match b {
+            b if is_html_space(b) => i += 1,
+            b'"' | b'\'' => match memchr::memchr(b, body.get(i + 1..).unwrap_or(&[])) {
+                Some(k) => i += k + 2,
+                None => return false,
+            },
+            b'-' => {
+                if body.get(i + 1) != Some(&b'-') {
+                    return false;
+                }
+                match memchr::memmem::find(body.get(i + 2..).unwrap_or(&[]), b"--") {
+                    Some(k) => i += k + 4,
+                    None => return false,
+                }
+            }
+            _ => {
+                while body.get(i).is_some_and(|&c| !is_html_space(c) && c != b'"' && c != b'\'') {
+                    i += 1;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Appends a URI record (length, then bytes) if there is room.
@@ -1063,6 +1200,7 @@ mod tests {
             ent: &mut ent,
             resolved: &mut resolved,
             path: &mut path,
+            record: None,
         };
         render(html, &mut sink);
         text

@@ -20,7 +20,8 @@
 //! Layout: `header` (fields, RFC 2047), `decode` (base64, quoted-printable),
 //! `charset` (to UTF-8), `mime` (Content-Type), `parse` (the MIME walk), `render`
 //! (body text assembly), `html` and `style` (HTML to text), `uri` (URI finding and
-//! cleaning), `addr` (`:addr` and `:name`).
+//! cleaning), `addr` (`:addr` and `:name`), `stats` (what SpamAssassin's eval tests
+//! read that only the parse sees: `HTML.pm`'s results per HTML part, parse flags).
 //!
 //! Known differences from SpamAssassin 4.0.1 (checked against it on the shared
 //! corpora: body 99.1%, rawbody 100%, URIs 99.85% identical on the public corpus):
@@ -42,13 +43,19 @@ mod lines;
 mod mime;
 mod parse;
 mod render;
+mod stats;
 mod style;
 mod tlds;
 mod uri;
 
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Numbers each [`MessageBuffers`], so that [`Message::serial`] is unique in a process.
+static BUFFERS_MADE: AtomicU32 = AtomicU32::new(0);
 
 pub use addr::{addresses, first_address, first_display_name, first_display_name_decoded, Address, Addresses};
+pub use stats::{tag_hash, HtmlOverflow, HtmlStats, ParseFlags};
 
 /// Capacities that bound the work and memory spent on one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +146,14 @@ pub(crate) enum PartKind {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PartRec {
     pub depth: u16,
+    /// The part's body as it stands in the message, before any decoding.
+    pub body: Span,
+    /// Its whole rendered text in `part_text`, when kept.
+    pub rendered: Option<(u32, u32)>,
+    /// Its HTML statistics, for a rendered HTML part.
+    pub html: Option<u16>,
+    /// Its text in `rawbody` (empty for parts that are not there).
+    pub decoded: (u32, u32),
     pub kind: PartKind,
     pub ctype: Span,
     pub charset: Span,
@@ -221,8 +236,14 @@ pub struct MessageBuffers {
     html_uris: Vec<u8>,
     scratch: Scratch,
     header_block: (usize, usize),
+    body_start: usize,
     uri_count: usize,
     overflow: Overflow,
+    html: stats::HtmlTables,
+    flags: ParseFlags,
+    part_text: Vec<u8>,
+    body_newline: bool,
+    serial: u64,
 }
 
 impl MessageBuffers {
@@ -247,8 +268,14 @@ impl MessageBuffers {
             html_uris: Vec::new(),
             scratch: Scratch::default(),
             header_block: (0, 0),
+            body_start: 0,
             uri_count: 0,
             overflow: Overflow::default(),
+            html: stats::HtmlTables::new(),
+            flags: ParseFlags::default(),
+            part_text: Vec::new(),
+            body_newline: false,
+            serial: u64::from(BUFFERS_MADE.fetch_add(1, Ordering::Relaxed)) << 32,
         }
     }
 
@@ -274,8 +301,10 @@ impl MessageBuffers {
             self.rawbody.capacity(),
             self.uris.capacity(),
             self.html_uris.capacity(),
+            self.part_text.capacity(),
         ]);
         v.extend_from_slice(&self.scratch.capacities());
+        v.extend_from_slice(&self.html.capacities());
         v
     }
 
@@ -291,10 +320,16 @@ impl MessageBuffers {
         self.rawbody.clear();
         self.uris.clear();
         self.html_uris.clear();
+        self.part_text.clear();
+        self.body_newline = false;
         self.scratch.gather.clear();
         self.header_block = (0, 0);
+        self.body_start = 0;
         self.uri_count = 0;
         self.overflow = Overflow::default();
+        self.html.reset();
+        self.flags = ParseFlags::default();
+        self.serial = (self.serial & !0xffff_ffff) | u64::from((self.serial as u32).wrapping_add(1));
     }
 
     fn bytes<'a>(&'a self, raw: &'a [u8], span: Span) -> &'a [u8] {
@@ -364,6 +399,12 @@ impl<'a> Message<'a> {
         &self.bufs.body
     }
 
+    /// Whether SpamAssassin's body text ends with a line end that [`Message::body`]
+    /// leaves out (its last body line then has one).
+    pub fn body_ends_with_newline(&self) -> bool {
+        self.bufs.body_newline
+    }
+
     /// Decoded but unrendered body of the text parts, each part on its own lines.
     pub fn rawbody(&self) -> &'a [u8] {
         &self.bufs.rawbody
@@ -389,6 +430,70 @@ impl<'a> Message<'a> {
     pub fn parts(&self) -> impl Iterator<Item = Part<'a>> + 'a {
         let (bufs, raw) = (self.bufs, self.raw);
         bufs.parts.iter().map(move |rec| Part { bufs, raw, rec })
+    }
+
+    /// A number no other parse in this process has (until 2^32 parses into one
+    /// buffer set): lets callers cache what they derive from one message.
+    pub fn serial(&self) -> u64 {
+        self.bufs.serial
+    }
+
+    /// Bytes after the top-level header block (SpamAssassin's `pristine_body_length`).
+    pub fn body_len(&self) -> usize {
+        self.raw.len().saturating_sub(self.bufs.body_start)
+    }
+
+    /// The parse flags SpamAssassin's `check_msg_parse_flags` reads.
+    pub fn parse_flags(&self) -> ParseFlags {
+        self.bufs.flags
+    }
+
+    /// The HTML statistics of each rendered HTML part, in message order
+    /// (SpamAssassin's `html_all`).
+    pub fn html_parts(&self) -> impl Iterator<Item = HtmlPart<'a>> + 'a {
+        let tables = &self.bufs.html;
+        tables.stats.iter().map(move |stats| HtmlPart { stats, tables })
+    }
+
+    /// Capacities the HTML statistics ran out of.
+    pub fn html_overflow(&self) -> HtmlOverflow {
+        self.bufs.html.overflow
+    }
+}
+
+/// The statistics `HTML.pm` gathers on one HTML part.
+#[derive(Clone, Copy)]
+pub struct HtmlPart<'a> {
+    stats: &'a HtmlStats,
+    tables: &'a stats::HtmlTables,
+}
+
+impl<'a> HtmlPart<'a> {
+    /// Counts, sizes, ratios and flags.
+    pub fn stats(&self) -> &'a HtmlStats {
+        self.stats
+    }
+
+    /// How many tags with this name ([`tag_hash`]) are open at the end (`inside{tag}`);
+    /// `None` when no such tag occurred.
+    pub fn inside(&self, tag: u64) -> Option<i64> {
+        let (a, b) = self.stats.tag_slots;
+        stats::inside(self.tables.tags.get(a as usize..b as usize).unwrap_or(&[]), tag)
+    }
+
+    /// Comments, `<!--` and `-->` included.
+    pub fn comments(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        stats::records(&self.tables.comments, self.stats.comments)
+    }
+
+    /// Text of each anchor, with `<img>\n` for each image in it.
+    pub fn anchors(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        stats::records(&self.tables.anchors, self.stats.anchors)
+    }
+
+    /// Text of each title.
+    pub fn titles(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        stats::records(&self.tables.titles, self.stats.titles)
     }
 }
 
@@ -424,6 +529,38 @@ impl<'a> Part<'a> {
     /// Whether the part is a leaf (not a multipart or an embedded message).
     pub fn is_leaf(&self) -> bool {
         self.rec.kind == PartKind::Leaf
+    }
+
+    /// The part's body as written in the message (transfer encoding not undone); for a
+    /// part of a multipart, without the line end that belongs to the next boundary.
+    pub fn raw_body(&self) -> &'a [u8] {
+        self.bufs.bytes(self.raw, self.rec.body)
+    }
+
+    /// The part's whole rendered text (HTML turned to text, charset converted to UTF-8),
+    /// kept for text/plain and text/html parts under a multipart/alternative and for
+    /// the first text/plain part; `None` for other parts.
+    pub fn rendered(&self) -> Option<&'a [u8]> {
+        let (a, b) = self.rec.rendered?;
+        self.bufs.part_text.get(a as usize..b as usize)
+    }
+
+    /// The part's text as [`Message::rawbody`] holds it (transfer encoding undone);
+    /// empty for parts that are not text.
+    pub fn decoded(&self) -> &'a [u8] {
+        let (a, b) = self.rec.decoded;
+        self.bufs.rawbody.get(a as usize..b as usize).unwrap_or(&[])
+    }
+
+    /// The HTML statistics of this part, when it was rendered as HTML.
+    pub fn html(&self) -> Option<HtmlPart<'a>> {
+        let tables = &self.bufs.html;
+        tables.stats.get(usize::from(self.rec.html?)).map(|stats| HtmlPart { stats, tables })
+    }
+
+    /// The decoded value of the part's last header field called `name` (case-insensitive).
+    pub fn header(&self, name: &[u8]) -> Option<&'a [u8]> {
+        self.headers().filter(|h| h.name.eq_ignore_ascii_case(name)).last().map(|h| h.decoded)
     }
 
     /// Whether the part is rendered as HTML (`text/html` or an `.html` file name).

@@ -10,6 +10,7 @@ use super::html::{self, HtmlSink};
 use super::lines::{detect_eol, next_line, Eol};
 use super::mime::{disposition_name, find_boundary, is_html_name, parse_content_type};
 use super::render::{body_cut, fold, prepare_content, rawbody_cut, split_long_lines, BodyWriter, RunContext};
+use super::stats::{HtmlTables, ParseFlags};
 use super::uri::{add_uri, text_uri, ByteSet, Offer, TextScanner, UriSet, Work};
 use super::{MessageBuffers, Overflow, PartKind, PartRec, Scratch, Span, Src};
 use alloc::vec::Vec;
@@ -89,6 +90,11 @@ struct Walk<'w> {
     rawbody: &'w mut Vec<u8>,
     html_uris: &'w mut Vec<u8>,
     s: &'w mut Scratch,
+    html: &'w mut HtmlTables,
+    part_text: &'w mut Vec<u8>,
+    /// The first text/plain part's text is kept.
+    plain_kept: bool,
+    flags: ParseFlags,
     writer: BodyWriter,
     overflow: Overflow,
     uri_room: usize,
@@ -116,6 +122,12 @@ fn span_bytes<'b>(raw: &'b [u8], nested: &'b [u8], header_text: &'b [u8], meta: 
 /// Whether `mime` starts with `word` as a whole word (`^word\b`).
 fn starts_word(mime: &[u8], word: &[u8]) -> bool {
     mime.starts_with(word) && !mime.get(word.len()).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+}
+
+/// `^[\041-\071\073-\176]+:`: a header line as SpamAssassin's MIME checks see one.
+fn is_strict_field(text: &[u8]) -> bool {
+    let n = text.iter().take_while(|&&b| matches!(b, 0x21..=0x39 | 0x3b..=0x7e)).count();
+    n > 0 && text.get(n) == Some(&b':')
 }
 
 /// Whether `text` (a line without its end) is `--boundary` or `--boundary--`,
@@ -150,11 +162,17 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         html_uris,
         scratch,
         header_block,
+        body_start,
         uri_count,
         overflow: final_overflow,
         part_header_cap,
+        html,
+        flags: final_flags,
+        part_text,
+        body_newline,
         ..
     } = bufs;
+    let mut flags = ParseFlags::default();
     let mut overflow = Overflow::default();
 
     // Top-level header block; CRLF mode is judged from the first header line.
@@ -182,9 +200,13 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         let b = parse_block(raw, Src::Raw, 0, raw.len(), eol, &mut store, &mut wanted);
         overflow.headers |= store.overflow;
         overflow.truncated |= store.truncated;
+        flags.truncated_header = store.truncated;
         b
     };
     *header_block = (block.start, block.end);
+    *body_start = block.body_start;
+    // A blank line lies between the last field and the body unless the block ended otherwise.
+    flags.missing_head_body_separator = block.body_start <= block.end;
 
     // The body text starts with the Subject line.
     if let Some(subject) = wanted.subject {
@@ -206,6 +228,10 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         rawbody,
         html_uris,
         s: scratch,
+        html,
+        part_text,
+        plain_kept: false,
+        flags,
         writer: BodyWriter::default(),
         overflow,
         uri_room: limits.max_uris.saturating_mul(4),
@@ -245,9 +271,11 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         }
         if walk.body.last() == Some(&b'\n') {
             walk.body.pop();
+            *body_newline = true;
         }
     }
     let mut overflow = walk.overflow;
+    *final_flags = walk.flags;
 
     // URIs: first from the rendered text, then from HTML attributes.
     uri_slots.reset(limits.max_uris);
@@ -351,6 +379,10 @@ impl Walk<'_> {
             let index = self.parts.len();
             self.parts.push(PartRec {
                 depth: node.depth,
+                body: Span::new(node.src, node.body.0, node.body.1),
+                rendered: None,
+                decoded: (0, 0),
+                html: None,
                 kind: PartKind::Leaf,
                 ctype: Span::new(Src::Meta, mime.0, mime.1),
                 charset: charset_span,
@@ -488,6 +520,9 @@ impl Walk<'_> {
             if boundary_line(line.text(buf), bnd) == Some(false) {
                 pos = line.end;
                 found = true;
+                if next_line(buf, line.end, node.body.1, node.eol).is_some_and(|l| !is_strict_field(l.text(buf))) {
+                    self.flags.missing_mime_headers = true;
+                }
                 break;
             }
             at = line.end;
@@ -575,6 +610,15 @@ impl Walk<'_> {
                 };
                 frame.pos = line.end;
                 frame.done = is_last || found == Some(true);
+                // After a closing boundary, text other than white space and dots is an
+                // epilogue; after an opening one, the next line should be a header.
+                let epilogue = buf.get(line.end..frame.end).unwrap_or(&[]);
+                if found == Some(true) && epilogue.iter().any(|&b| !is_perl_space(b) && b != b'.') {
+                    self.flags.mime_epilogue_exists = true;
+                }
+                if found == Some(false) && next_line(buf, line.end, frame.end, frame.eol).is_some_and(|l| !is_strict_field(l.text(buf))) {
+                    self.flags.missing_mime_headers = true;
+                }
                 child_body = Some(range);
                 break;
             }
@@ -613,6 +657,9 @@ impl Walk<'_> {
             }
             in_body = true;
             after_blank = text.is_empty();
+            if !text.is_empty() && text != b"\r" {
+                self.flags.missing_mime_head_body_separator = true;
+            }
             body_start = Some(if text.is_empty() { line.end } else { line.start });
         }
         self.overflow.headers |= store.overflow;
@@ -706,7 +753,11 @@ impl Walk<'_> {
             if !self.rawbody.is_empty() && self.rawbody.last() != Some(&b'\n') {
                 self.rawbody.push(b'\n');
             }
+            let at = self.rawbody.len();
             self.rawbody.extend_from_slice(decoded.get(..keep).unwrap_or(&[]));
+            if let Some(p) = self.parts.last_mut() {
+                p.decoded = (u32::try_from(at).unwrap_or(u32::MAX), u32::try_from(self.rawbody.len()).unwrap_or(u32::MAX));
+            }
         }
         if !body_ok {
             return;
@@ -715,6 +766,13 @@ impl Walk<'_> {
         let mut flagged = !text.is_ascii();
         let rendered: &[u8] = if is_html && !text.is_empty() {
             s.rend.clear();
+            let html_index = self.html.stats.len();
+            let record = self.html.start_part();
+            if record.is_some() {
+                if let Some(p) = self.parts.last_mut() {
+                    p.html = u16::try_from(html_index).ok();
+                }
+            }
             let mut sink = HtmlSink {
                 text: &mut s.rend,
                 uris: self.html_uris,
@@ -727,6 +785,7 @@ impl Walk<'_> {
                 ent: &mut s.ent,
                 resolved: &mut s.resolved,
                 path: &mut s.path,
+                record,
             };
             html::render(text, &mut sink);
             self.uri_room = sink.uri_room;
@@ -744,7 +803,38 @@ impl Walk<'_> {
             None => rendered.len(),
         };
         self.writer.push(&mut s.gather, rendered.get(..keep).unwrap_or(&[]), flagged);
+        // The whole rendered text of the parts the multipart/alternative and stock
+        // tests read again: those under a multipart/alternative and the first text/plain.
+        let first_plain = mime == b"text/plain" && !self.plain_kept;
+        if first_plain || under_alternative(self.parts, self.meta) {
+            self.plain_kept |= mime == b"text/plain";
+            let at = self.part_text.len();
+            self.part_text.extend_from_slice(rendered);
+            let range = (u32::try_from(at).unwrap_or(u32::MAX), u32::try_from(self.part_text.len()).unwrap_or(u32::MAX));
+            if let Some(p) = self.parts.last_mut() {
+                p.rendered = Some(range);
+            }
+        }
     }
+
+}
+
+/// Whether the last part recorded has a multipart/alternative ancestor.
+fn under_alternative(parts: &[PartRec], meta: &[u8]) -> bool {
+    let Some((last, before)) = parts.split_last() else { return false };
+    let mut depth = last.depth;
+    for p in before.iter().rev() {
+        if depth == 0 {
+            break;
+        }
+        if p.depth < depth {
+            depth = p.depth;
+            if meta.get(p.ctype.start as usize..p.ctype.end as usize) == Some(&b"multipart/alternative"[..]) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// End of a part's text before a boundary line: one line end removed (SpamAssassin's chomp).

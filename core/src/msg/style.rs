@@ -5,6 +5,7 @@
 
 use super::decode::is_perl_space;
 use super::entities::COLORS;
+use super::stats::Hiding;
 
 /// Deepest style nesting tracked; deeper tags are ignored.
 const MAX_STYLES: usize = 64;
@@ -76,6 +77,8 @@ pub(crate) struct Styles {
     stack: [Style; MAX_STYLES],
     len: usize,
     basefont: i64,
+    min_size: i64,
+    max_size: i64,
 }
 
 impl Styles {
@@ -88,7 +91,7 @@ impl Styles {
             display_none: false,
             hidden: false,
         };
-        Styles { stack: [default; MAX_STYLES], len: 1, basefont: 3 }
+        Styles { stack: [default; MAX_STYLES], len: 1, basefont: 3, min_size: 3, max_size: 3 }
     }
 
     fn top(&self) -> Style {
@@ -169,6 +172,21 @@ impl Styles {
                         apply_css(&mut new, &parent, css);
                     }
                 }
+                // SpamAssassin notes the size after each attribute it accepts for the tag.
+                let accepted: &[&[u8]] = match tag {
+                    StyleTag::Body => &[b"text", b"bgcolor", b"link", b"alink", b"vlink", b"background"],
+                    StyleTag::Font | StyleTag::Basefont => &[b"color", b"face", b"size"],
+                    StyleTag::Table | StyleTag::Tr | StyleTag::Td => &[b"bgcolor", b"style"],
+                    StyleTag::Span | StyleTag::P | StyleTag::Div | StyleTag::A => &[b"style"],
+                    _ => &[],
+                };
+                if accepted.iter().any(|name| attr(name).is_some()) {
+                    if new.size > self.max_size {
+                        self.max_size = new.size;
+                    } else if new.size < self.min_size {
+                        self.min_size = new.size;
+                    }
+                }
             }
         }
         self.push(new);
@@ -188,6 +206,11 @@ impl Styles {
 
     /// SpamAssassin's `html_font_invisible` for text written in the current style.
     pub fn invisible(&self) -> bool {
+        self.hiding() != Hiding::Visible
+    }
+
+    /// Whether and why `html_font_invisible` hides text written in the current style.
+    pub fn hiding(&self) -> Hiding {
         let s = self.top();
         let same = match (s.fg, s.bg) {
             (Color::Invalid, Color::Invalid) | (Color::Empty, Color::Empty) => true,
@@ -195,7 +218,7 @@ impl Styles {
             _ => false,
         };
         if same {
-            return true;
+            return Hiding::LowContrast;
         }
         if let (Color::Hex(f), Color::Hex(b)) = (s.fg, s.bg) {
             let channel = |c: u32, shift: u32| ((c >> shift) & 0xff) as f64;
@@ -204,10 +227,21 @@ impl Styles {
             let db = channel(f, 0) - channel(b, 0);
             let d2 = (0.2126 * dr) * (0.2126 * dr) + (0.7152 * dg) * (0.7152 * dg) + (0.0722 * db) * (0.0722 * db);
             if d2 < 144.0 {
-                return true;
+                return Hiding::LowContrast;
             }
         }
-        s.fg == Color::Invalid || s.bg == Color::Invalid || s.size <= 1 || s.display_none || s.hidden
+        if s.fg == Color::Invalid || s.bg == Color::Invalid {
+            return Hiding::InvalidColor;
+        }
+        if s.size <= 1 || s.display_none || s.hidden {
+            return Hiding::Other;
+        }
+        Hiding::Visible
+    }
+
+    /// The smallest and largest font sizes set by an attribute so far (`min_size`, `max_size`).
+    pub fn size_range(&self) -> (i64, i64) {
+        (self.min_size, self.max_size)
     }
 }
 
