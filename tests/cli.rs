@@ -89,12 +89,13 @@ fn lint_counts_and_reasons() {
 
     let dir = std::env::temp_dir().join(format!("sift-lint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("rules dir");
-    std::fs::write(dir.join("50_bad.cf"), "body GOOD /fine/\nbody LOOK /foo(?=bar)/\nbody EV eval:check_something()\n").expect("write rules");
+    std::fs::write(dir.join("50_bad.cf"), "body GOOD /fine/\nbody LOOK /foo(?=bar)/\nbody GEE /\\Gfoo/\nbody EV eval:check_something()\n").expect("write rules");
     let out = siftd().args(["--lint", "--json", "-C"]).arg(&dir).output().expect("run siftd");
     assert_eq!(out.status.code(), Some(0));
     let json = String::from_utf8_lossy(&out.stdout);
-    assert!(json.contains("\"name\":\"LOOK\""), "{json}");
-    assert!(json.contains("lookaround"), "{json}");
+    // Lookaround runs (relaxed DFA + bounded backtracking); \G does not.
+    assert!(!json.contains("\"name\":\"LOOK\""), "{json}");
+    assert!(json.contains("\"name\":\"GEE\""), "{json}");
     assert!(json.contains("\"name\":\"EV\""), "{json}");
     assert!(!json.contains("\"name\":\"GOOD\""), "{json}");
 }
