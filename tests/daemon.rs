@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{children_of, free_port, raw_request, skip_without_spamc, wait_until, Daemon, GTUBE, HAM};
+use common::{check, children_of, free_port, raw_request, skip_without_spamc, wait_until, Daemon, GTUBE, HAM};
 
 #[test]
 fn spamc_commands_table() {
@@ -110,8 +110,24 @@ fn malformed_requests_get_spamd_codes() {
         let answer = raw_request(d.port, request);
         assert!(answer.starts_with(want), "{:?}: {answer:?}", String::from_utf8_lossy(request));
     }
-    // The daemon still serves after all that.
+    // The daemon still serves after all that, and each refusal was logged with its reason.
     assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").starts_with("SPAMD/1.5 0 PONG"));
+    wait_until("the refusals in the log", Duration::from_secs(5), || d.log_text().matches("bad request refused: ").count() >= 5);
+}
+
+#[test]
+fn sighup_reopens_a_rotated_log_file() {
+    let d = Daemon::start(&[]);
+    assert_eq!(check(d.port, GTUBE), Ok(true));
+    let rotated = d.log.with_extension("log.1");
+    std::fs::rename(&d.log, &rotated).expect("rotate the log");
+    d.signal("HUP");
+    wait_until("a new log file after SIGHUP", Duration::from_secs(10), || d.log.exists());
+    wait_until("a scan logged in the new file", Duration::from_secs(10), || {
+        let _ = check(d.port, HAM);
+        d.log_text().contains("]: result: ")
+    });
+    assert!(std::fs::read_to_string(&rotated).unwrap_or_default().contains("]: result: Y"));
 }
 
 

@@ -269,6 +269,10 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
             Turn::Continue => {}
             Turn::Exit => break 0,
             Turn::Reload => {
+                // SIGHUP also reopens a log file, for rotation, as spamd does.
+                if let Err(e) = log.reopen() {
+                    log.error(&format!("reopening the log file: {e}"));
+                }
                 // Compile before retiring anything: a broken rule file keeps the old set serving.
                 match load_rules(&sources) {
                     Ok(new) => {
@@ -744,8 +748,9 @@ fn worker(
             Err(ReadError::Request(e)) => {
                 let _ = e.write_response(&mut stream);
                 let _ = embedded_io::Write::flush(&mut stream);
+                log.error(&format!("bad request refused: {e}"));
             }
-            Err(ReadError::Io(_)) => {}
+            Err(ReadError::Io(e)) => log.error(&format!("reading a request: {e}")),
         }
         seq = seq.wrapping_add(1);
         record.seq = seq;
