@@ -19,6 +19,8 @@ use crate::rules::{Config, EvalOn};
 
 pub mod body;
 pub mod header;
+pub mod dates;
+pub mod re;
 pub mod relays;
 
 /// Why an `eval:` rule cannot run natively.
