@@ -938,16 +938,17 @@ fn localhost_text() -> String {
     )
 }
 
-/// SpamAssassin's `IP_PRIVATE` (anchored at the start).
+/// SpamAssassin's `IP_PRIVATE` without its leading `^`.
 fn ip_private_text() -> String {
     let v4 = r"(?:10|127|169\.254|172\.(?:1[6-9]|2[0-9]|3[01])|192\.168|100\.(?:6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7]))\..*";
     alloc::format!(
-        r"^(?i:{v4}|(?:IPv6:|(?<![a-f0-9:]))(?:{MAPPED_PREFIX}{v4}|fe[89ab][0-9a-f]:.*|{LOOPBACK6})(?![a-f0-9:]))"
+        r"(?i:{v4}|(?:IPv6:|(?<![a-f0-9:]))(?:{MAPPED_PREFIX}{v4}|fe[89ab][0-9a-f]:.*|{LOOPBACK6})(?![a-f0-9:]))"
     )
 }
 
 /// SpamAssassin's IP-address patterns, compiled once, callable from other patterns
-/// as `(?&IP)` (`IP_ADDRESS`), `(?&IPV4)` (`IPV4_ADDRESS`) and `(?&LOCALHOST)`.
+/// as `(?&IP)` (`IP_ADDRESS`), `(?&IPV4)` (`IPV4_ADDRESS`), `(?&LOCALHOST)` and
+/// `(?&PRIVATE)` (`IP_PRIVATE` without its `^`).
 #[derive(Debug, Clone)]
 pub struct Patterns {
     named: Vec<(&'static str, Arc<Regex>)>,
@@ -969,8 +970,9 @@ impl Patterns {
         let ip = Arc::new(fixed_plain(&ip_text()));
         let ipv4 = Arc::new(fixed_plain(&ipv4_text()));
         let localhost = Arc::new(fixed_plain(&localhost_text()));
-        let named = alloc::vec![("IP", ip), ("IPV4", Arc::clone(&ipv4)), ("LOCALHOST", localhost)];
-        let ip_private = fixed_plain(&ip_private_text());
+        let private = Arc::new(fixed_plain(&ip_private_text()));
+        let named = alloc::vec![("IP", ip), ("IPV4", ipv4), ("LOCALHOST", localhost), ("PRIVATE", private)];
+        let ip_private = Regex::with_subs("^(?&PRIVATE)", false, &named).unwrap_or_else(|_| never());
         let is_ipv4 = Regex::with_subs(r"^(?&IPV4)$", false, &named).unwrap_or_else(|_| never());
         Patterns { named, ip_private, is_ipv4 }
     }

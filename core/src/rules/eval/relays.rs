@@ -174,6 +174,8 @@ pub struct Relays {
     last_internal_index: i32,
     /// `EnvelopeFrom`, when there is one.
     envelope_from: Option<Rg>,
+    /// Counts the messages read, so per-message caches can tell them apart.
+    generation: u64,
 }
 
 /// What parsing one `Received` line gave.
@@ -218,6 +220,7 @@ struct ChainState {
 impl Relays {
     /// Reads the relays of `message`, replacing the previous message's.
     pub fn read(&mut self, message: &Message<'_>, data: &HeaderData) {
+        self.generation = self.generation.wrapping_add(1);
         self.relays.clear();
         self.arena.clear();
         self.num_unparseable = 0;
@@ -417,6 +420,11 @@ impl Relays {
     /// External (not internal) relays, newest first.
     pub fn external(&self) -> impl Iterator<Item = RelayView<'_>> + '_ {
         self.all().filter(|r| !r.internal)
+    }
+
+    /// A number that changes with every message read.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Number of trusted relays.
@@ -798,7 +806,8 @@ impl NetList {
 }
 
 impl NetRange {
-    fn covers(&self, addr: &[u8; 16]) -> bool {
+    /// Whether the 16-byte address (IPv4 mapped) is in the range (`exclude` not consulted).
+    pub fn covers(&self, addr: &[u8; 16]) -> bool {
         let bits = usize::from(self.prefix.min(128));
         let full = bits / 8;
         if self.addr.get(..full) != addr.get(..full) {
