@@ -41,8 +41,8 @@ use alloc::vec::Vec;
 
 use super::perl::{self, Unsupported};
 use super::{
-    AddHeader, AddHeaderWhen, AddrList, Config, EvalOn, EvalSettings, HeaderField, HeaderForm, HeaderRule, HeaderTest, LintNote,
-    MetaExpr, MetaOp, NetList, NetRange, Origin, Pattern, RcvdEntry, RuleDef, RuleKind, TFlags,
+    AddHeader, AddHeaderWhen, AddrList, Config, EvalOn, EvalSettings, HeaderField, HeaderForm, HeaderRule, HeaderTest,
+    LintNote, MetaExpr, MetaOp, NetList, NetRange, Origin, Pattern, RcvdEntry, RuleDef, RuleKind, TFlags,
 };
 use crate::score::Score;
 
@@ -800,8 +800,20 @@ impl Parser {
     /// The settings the header eval tests read; `None` when `key` is not one of them.
     fn eval_setting(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
         let words = || value.split_ascii_whitespace();
-        let need_value = || if value.is_empty() { Err(String::from("missing value")) } else { Ok(()) };
-        let no_value = || if value.is_empty() { Ok(()) } else { Err(String::from("invalid value")) };
+        let need_value = || {
+            if value.is_empty() {
+                Err(String::from("missing value"))
+            } else {
+                Ok(())
+            }
+        };
+        let no_value = || {
+            if value.is_empty() {
+                Ok(())
+            } else {
+                Err(String::from("invalid value"))
+            }
+        };
         let ev = &mut self.config.eval;
         let result = match key {
             "trusted_networks" | "internal_networks" | "msa_networks" => need_value().and_then(|()| {
@@ -850,7 +862,8 @@ impl Parser {
                         continue;
                     }
                     let d = d.to_ascii_lowercase();
-                    let list = if d.contains(['*', '?']) { &mut ev.freemail_domain_globs } else { &mut ev.freemail_domains };
+                    let list =
+                        if d.contains(['*', '?']) { &mut ev.freemail_domain_globs } else { &mut ev.freemail_domains };
                     if !list.contains(&d) {
                         list.push(d);
                     }
@@ -865,7 +878,8 @@ impl Parser {
                 let mut bad = Vec::new();
                 for a in words() {
                     let a = a.to_ascii_lowercase();
-                    let ok = a.as_bytes().windows(3).any(|w| is_word(w[0]) && matches!(w[1], b'.' | b'@') && is_word(w[2]));
+                    let ok =
+                        a.as_bytes().windows(3).any(|w| is_word(w[0]) && matches!(w[1], b'.' | b'@') && is_word(w[2]));
                     if ok {
                         if !ev.freemail_welcomelist.contains(&a) {
                             ev.freemail_welcomelist.push(a);
@@ -899,15 +913,28 @@ impl Parser {
                 ev.util_rb_3tld.clear();
             }),
             "ok_locales" => need_value().map(|()| ev.ok_locales = Some(value.to_string())),
-            "welcomelist_from" | "whitelist_from" | "blocklist_from" | "blacklist_from" | "welcomelist_to"
-            | "whitelist_to" | "blocklist_to" | "blacklist_to" | "more_spam_to" | "all_spam_to"
-            | "welcomelist_allows_relays" | "whitelist_allows_relays" => need_value().map(|()| {
+            "welcomelist_from"
+            | "whitelist_from"
+            | "blocklist_from"
+            | "blacklist_from"
+            | "welcomelist_to"
+            | "whitelist_to"
+            | "blocklist_to"
+            | "blacklist_to"
+            | "more_spam_to"
+            | "all_spam_to"
+            | "welcomelist_allows_relays"
+            | "whitelist_allows_relays" => need_value().map(|()| {
                 let name = addr_list_name(key);
                 add_to_addr_list(&mut ev.addr_lists, name, words());
             }),
             "unwelcomelist_from" | "unwhitelist_from" | "unblocklist_from" | "unblacklist_from" => {
                 need_value().map(|()| {
-                    let name = if key.contains("block") || key.contains("black") { "blocklist_from" } else { "welcomelist_from" };
+                    let name = if key.contains("block") || key.contains("black") {
+                        "blocklist_from"
+                    } else {
+                        "welcomelist_from"
+                    };
                     if let Some(list) = ev.addr_lists.iter_mut().find(|l| l.name == name) {
                         for a in words() {
                             let a = a.to_ascii_lowercase();
@@ -930,7 +957,10 @@ impl Parser {
                     None => Err(String::from("missing value")),
                 }
             }
-            "welcomelist_from_rcvd" | "whitelist_from_rcvd" | "def_welcomelist_from_rcvd" | "def_whitelist_from_rcvd" => {
+            "welcomelist_from_rcvd"
+            | "whitelist_from_rcvd"
+            | "def_welcomelist_from_rcvd"
+            | "def_whitelist_from_rcvd" => {
                 let parts: Vec<&str> = words().collect();
                 match parts.as_slice() {
                     [] => Err(String::from("missing value")),

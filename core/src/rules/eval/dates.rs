@@ -5,7 +5,8 @@
 use super::re::is_space;
 
 /// Month names, lowercase, January first.
-const MONTHS: [&[u8; 3]; 12] = [b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec"];
+const MONTHS: [&[u8; 3]; 12] =
+    [b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec"];
 
 /// SpamAssassin's table of time-zone names: (name, offset in minutes east of UTC).
 const ZONES: [(&[u8], i32); 54] = [
@@ -379,7 +380,10 @@ pub fn received_date(line: &[u8]) -> Option<&[u8]> {
                 continue;
             }
             j += d;
-            if line.get(j) != Some(&b' ') || !line.get(j + 1..j + 4).is_some_and(|w| w.iter().all(ns)) || line.get(j + 4) != Some(&b' ') {
+            if line.get(j) != Some(&b' ')
+                || !line.get(j + 1..j + 4).is_some_and(|w| w.iter().all(ns))
+                || line.get(j + 4) != Some(&b' ')
+            {
                 continue;
             }
             j += 5;

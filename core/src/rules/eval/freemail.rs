@@ -112,7 +112,9 @@ fn is_label(b: u8) -> bool {
 
 /// The e-mail address SpamAssassin's FreeMail pattern finds starting at `i`, as its end.
 fn email_at(text: &[u8], i: usize, registry: &Registry) -> Option<usize> {
-    if !text.get(i).copied().is_some_and(is_local) || i.checked_sub(1).and_then(|p| text.get(p)).copied().is_some_and(is_local) {
+    if !text.get(i).copied().is_some_and(is_local)
+        || i.checked_sub(1).and_then(|p| text.get(p)).copied().is_some_and(is_local)
+    {
         return None;
     }
     // Local part: a run of local bytes and single inner dots, then @ within 64 bytes.
@@ -180,37 +182,44 @@ pub fn body_freemails(
 ) -> bool {
     emails.clear();
     out.clear();
+    // The body is one text: SpamAssassin's `\s` crosses line ends inside its chunks.
+    // `out` collects every address seen in the text, quoted or not, for the mailto
+    // links below.
+    let text = body;
+    let mut i = 0;
+    while i < text.len() && emails.len() < 40 {
+        // URLs with an @ in them are not addresses.
+        if let Some(len) = url_with_at(text, i) {
+            i += len;
+            continue;
+        }
+        match email_at(text, i, registry) {
+            Some(end) => {
+                let addr = text.get(i..end).unwrap_or(&[]);
+                out.add(addr, false, true);
+                // `<addr>` and `addr Word:` (quoted header lines) are not counted.
+                if !(follows_quote(text, end) && !preceded_by_mailto(text, i)) {
+                    emails.add(addr, false, true);
+                }
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    // mailto: links count unless the address is also in the text (SpamAssassin then
+    // marks the link as parsed from text and skips it).
     for uri in uris.split(|&b| b == b'\n') {
         let Some(rest) = uri.get(..7).filter(|p| p.eq_ignore_ascii_case(b"mailto:")).and_then(|_| uri.get(7..)) else {
             continue;
         };
         if let Some(end) = email_at(rest, 0, registry) {
-            emails.add(rest.get(..end).unwrap_or(&[]), false, true);
-        }
-    }
-    for line in body.split(|&b| b == b'\n') {
-        let mut i = 0;
-        while i < line.len() {
-            // URLs with an @ in them are not addresses.
-            if let Some(len) = url_with_at(line, i) {
-                i += len;
-                continue;
-            }
-            match email_at(line, i, registry) {
-                Some(end) => {
-                    let quoted = follows_quote(line, end) && !preceded_by_mailto(line, i);
-                    if !quoted {
-                        emails.add(line.get(i..end).unwrap_or(&[]), false, true);
-                    }
-                    i = end;
-                }
-                None => i += 1,
-            }
-            if emails.len() >= 40 {
-                break;
+            let addr = rest.get(..end).unwrap_or(&[]);
+            if !out.iter().any(|seen| seen.eq_ignore_ascii_case(addr)) {
+                emails.add(addr, false, true);
             }
         }
     }
+    out.clear();
     if emails.len() >= MAX_BODY_EMAILS {
         return false;
     }
@@ -245,9 +254,11 @@ fn url_with_at(line: &[u8], i: usize) -> Option<usize> {
     let body_start = j + scheme;
     let token = line.get(body_start..)?.iter().take_while(|&&b| !super::re::is_space(b)).count();
     let window = line.get(body_start..body_start + token.min(255 + 3))?;
-    let at = window.iter().rposition(|&b| b == b'@').map(|p| (p, 1)).or_else(|| {
-        window.windows(3).rposition(|w| w.eq_ignore_ascii_case(b"%40")).map(|p| (p, 3))
-    })?;
+    let at = window
+        .iter()
+        .rposition(|&b| b == b'@')
+        .map(|p| (p, 1))
+        .or_else(|| window.windows(3).rposition(|w| w.eq_ignore_ascii_case(b"%40")).map(|p| (p, 3)))?;
     let after = (token - (at.0 + at.1)).min(255);
     Some(body_start - i + at.0 + at.1 + after)
 }

@@ -13,11 +13,11 @@ use alloc::vec::Vec;
 use super::dates::{parse_rfc822_date, received_date};
 use super::freemail::{body_freemails, FreemailData};
 use super::re::{is_space, is_word, Patterns, Regex, Search};
-use super::relays::{Relays, ReceivedParser};
+use super::relays::{ReceivedParser, Relays};
 use super::wlbl::{self, addr_matches_rcvd, glob_match, in_list, welcomelist_rcvd, AddrSet, Registry};
 use super::{Args, EvalContext, EvalError};
 use crate::msg::{self, Message};
-use crate::rules::{AddrList, Config, EvalOn, NetList, RcvdEntry};
+use crate::rules::{AddrList, Config, EvalOn, HeaderField, NetList, RcvdEntry, RuleKind};
 
 /// A native header eval test.
 #[derive(Debug, Clone)]
@@ -383,6 +383,9 @@ pub struct HeaderData {
     pub all_locales: bool,
     /// The fixed patterns of the tests.
     pub patterns: HeaderPatterns,
+    /// Some rule reads relays, the envelope sender or a pseudo-header: the
+    /// `Received` chain is parsed for every message (otherwise it is skipped).
+    pub needs_relays: bool,
 }
 
 /// `trusted_networks`, `internal_networks` and `msa_networks`.
@@ -418,7 +421,24 @@ impl HeaderData {
             def_welcomelist_from_rcvd: ev.def_welcomelist_from_rcvd.clone(),
             all_locales: ev.ok_locales.as_deref().is_none_or(|l| l.split_ascii_whitespace().any(|w| w == "all")),
             patterns,
+            needs_relays: true,
         }
+        .with_needs(config)
+    }
+
+    /// Whether any rule of `config` reads what the relays give.
+    fn with_needs(mut self, config: &Config) -> HeaderData {
+        self.needs_relays = config.rules.iter().any(|r| match &r.kind {
+            RuleKind::Header(h) => {
+                matches!(&h.field, HeaderField::Named(n) if super::relays::is_pseudo_header(n.as_bytes()))
+            }
+            RuleKind::Eval { on, function, args } => super::parse_args(args)
+                .ok()
+                .and_then(|a| HeaderEval::parse(*on, function, &a, &self))
+                .is_some_and(|t| !matches!(t, Ok(HeaderEval::Never) | Err(_))),
+            _ => false,
+        });
+        self
     }
 
     fn list(&self, name: &str) -> Option<&AddrList> {
@@ -500,10 +520,9 @@ impl HeaderEval {
         let regex_arg = |k: usize| -> Result<Option<Regex>, EvalError> {
             match arg(k) {
                 None => Ok(None),
-                Some(p) => pats
-                    .compile(p, false)
-                    .map(Some)
-                    .map_err(|e| bad(function, &alloc::format!("regex {p}: {e}"))),
+                Some(p) => {
+                    pats.compile(p, false).map(Some).map_err(|e| bad(function, &alloc::format!("regex {p}: {e}")))
+                }
             }
         };
         let list_arg = || -> Result<String, EvalError> {
@@ -524,7 +543,9 @@ impl HeaderEval {
                 let domain = arg(0).ok_or_else(|| bad(function, "needs a domain"))?;
                 let desired = arg(1).ok_or_else(|| bad(function, "needs 'true' or 'false'"))? == "true";
                 let quoted = super::re::quote(domain.as_bytes());
-                let from = pats.compile(&alloc::format!(r"\b{quoted}"), true).map_err(|e| bad(function, &alloc::format!("{e}")))?;
+                let from = pats
+                    .compile(&alloc::format!(r"\b{quoted}"), true)
+                    .map_err(|e| bad(function, &alloc::format!("{e}")))?;
                 let relays = pats
                     .compile(&alloc::format!(r" rdns=\S*\b{domain} [^\]]*by=\S*\b{domain} "), false)
                     .map_err(|e| bad(function, &alloc::format!("domain {domain}: {e}")))?;
@@ -543,7 +564,11 @@ impl HeaderEval {
                 let header = arg(0).ok_or_else(|| bad(function, "needs a header"))?;
                 let ratio = parse_bound(function, arg(1).unwrap_or("0"))?.unwrap_or(0.0);
                 let count = parse_bound(function, arg(2).unwrap_or("0"))?.unwrap_or(0.0);
-                Ok(HeaderEval::IllegalChars { header: String::from(header.strip_suffix(":raw").unwrap_or(header)), ratio, count })
+                Ok(HeaderEval::IllegalChars {
+                    header: String::from(header.strip_suffix(":raw").unwrap_or(header)),
+                    ratio,
+                    count,
+                })
             })(),
             "gated_through_received_hdr_remover" => Ok(HeaderEval::GatedThroughReceivedHdrRemover),
             "check_for_forged_hotmail_received_headers" => Ok(HeaderEval::ForgedHotmail),
@@ -599,7 +624,9 @@ impl HeaderEval {
             "check_from_in_list" => list_arg().map(HeaderEval::FromInList),
             "check_to_in_list" => list_arg().map(HeaderEval::ToInList),
             "check_replyto_in_list" => list_arg().map(HeaderEval::ReplytoInList),
-            "check_from_in_blocklist" | "check_from_in_blacklist" => Ok(HeaderEval::FromInList("blocklist_from".into())),
+            "check_from_in_blocklist" | "check_from_in_blacklist" => {
+                Ok(HeaderEval::FromInList("blocklist_from".into()))
+            }
             "check_to_in_blocklist" | "check_to_in_blacklist" => Ok(HeaderEval::ToInList("blocklist_to".into())),
             "check_to_in_welcomelist" | "check_to_in_whitelist" => Ok(HeaderEval::ToInList("welcomelist_to".into())),
             "check_to_in_more_spam" => Ok(HeaderEval::ToInList("more_spam_to".into())),
@@ -612,8 +639,12 @@ impl HeaderEval {
             "check_forged_in_default_welcomelist" | "check_forged_in_default_whitelist" => {
                 Ok(HeaderEval::ForgedInDefaultWelcomelist)
             }
-            "check_subject_in_welcomelist" | "check_subject_in_whitelist" => Ok(HeaderEval::SubjectInList { welcome: true }),
-            "check_subject_in_blocklist" | "check_subject_in_blacklist" => Ok(HeaderEval::SubjectInList { welcome: false }),
+            "check_subject_in_welcomelist" | "check_subject_in_whitelist" => {
+                Ok(HeaderEval::SubjectInList { welcome: true })
+            }
+            "check_subject_in_blocklist" | "check_subject_in_blacklist" => {
+                Ok(HeaderEval::SubjectInList { welcome: false })
+            }
             "have_any_bounce_relays" | "check_welcomelist_bounce_relays" | "check_whitelist_bounce_relays" => {
                 if data.list("welcomelist_bounce_relays").is_some_and(|l| !l.globs.is_empty()) {
                     Err(bad(function, "welcomelist_bounce_relays set: bounce detection not implemented"))
@@ -639,8 +670,12 @@ impl HeaderEval {
         let generation = relays.generation();
         match self {
             HeaderEval::Never => false,
-            HeaderEval::AllTrusted => relays.num_trusted() > 0 && relays.num_untrusted() == 0 && relays.num_unparseable() == 0,
-            HeaderEval::NoRelays => relays.num_trusted() == 0 && relays.num_untrusted() == 0 && relays.num_unparseable() == 0,
+            HeaderEval::AllTrusted => {
+                relays.num_trusted() > 0 && relays.num_untrusted() == 0 && relays.num_unparseable() == 0
+            }
+            HeaderEval::NoRelays => {
+                relays.num_trusted() == 0 && relays.num_untrusted() == 0 && relays.num_unparseable() == 0
+            }
             HeaderEval::RelaysUnparseable => relays.num_unparseable() > 0,
             HeaderEval::HeloIpMismatch => helo_ip_mismatch(relays, pats, &mut s.search),
             HeaderEval::NoRdnsDotcomHelo => no_rdns_dotcom_helo(relays, pats, &mut s.search),
@@ -670,7 +705,9 @@ impl HeaderEval {
                 if !pats.get(X::NumericHelo).is_match(&s.a, &mut s.search) {
                     return false;
                 }
-                let Some((a, b)) = s.search.group(1) else { return false };
+                let Some((a, b)) = s.search.group(1) else {
+                    return false;
+                };
                 s.b.clear();
                 s.b.extend_from_slice(s.a.get(a..b).unwrap_or(&[]));
                 !pats.is_ip_private.is_match(&s.b, &mut s.search)
@@ -778,7 +815,8 @@ impl HeaderEval {
                 s.a.extend_from_slice(h.name);
                 s.a.extend_from_slice(b": ");
                 s.a.extend_from_slice(h.decoded);
-                pats.get(X::Template).is_match(&s.a, &mut s.search) && !pats.get(X::TemplateOk).is_match(&s.a, &mut s.search)
+                pats.get(X::Template).is_match(&s.a, &mut s.search)
+                    && !pats.get(X::TemplateOk).is_match(&s.a, &mut s.search)
             }),
             HeaderEval::RatwareNameId => ratware_name_id(m, pats, s),
             HeaderEval::RatwareEnvelopeFrom => ratware_envelope_from(m, relays, data, pats, &mut s.search),
@@ -814,31 +852,41 @@ impl HeaderEval {
                 }
             }
             HeaderEval::FromInList(name) => {
-                let Some(list) = data.list(name) else { return false };
+                let Some(list) = data.list(name) else {
+                    return false;
+                };
                 all_from_addrs(m, relays, &mut s.addrs);
                 s.addrs.iter().any(|a| in_list(Some(list), a))
             }
             HeaderEval::ToInList(name) => {
-                let Some(list) = data.list(name) else { return false };
+                let Some(list) = data.list(name) else {
+                    return false;
+                };
                 all_to_addrs(m, pats, &mut s.addrs, &mut s.search);
                 s.addrs.iter().any(|a| in_list(Some(list), a))
             }
             HeaderEval::ReplytoInList(name) => {
-                let Some(list) = data.list(name) else { return false };
+                let Some(list) = data.list(name) else {
+                    return false;
+                };
                 let r = first_addr(m, relays, b"Reply-To");
                 !r.is_empty() && in_list(Some(list), r)
             }
             HeaderEval::FromInWelcomelist => welcomelisted(m, relays, data, s, generation) > 0,
             HeaderEval::FromInDefaultWelcomelist => default_welcomelisted(m, relays, data, s, generation) > 0,
             HeaderEval::ForgedInWelcomelist => {
-                welcomelisted(m, relays, data, s, generation) < 0 && default_welcomelisted(m, relays, data, s, generation) == 0
+                welcomelisted(m, relays, data, s, generation) < 0
+                    && default_welcomelisted(m, relays, data, s, generation) == 0
             }
             HeaderEval::ForgedInDefaultWelcomelist => {
-                default_welcomelisted(m, relays, data, s, generation) < 0 && welcomelisted(m, relays, data, s, generation) == 0
+                default_welcomelisted(m, relays, data, s, generation) < 0
+                    && welcomelisted(m, relays, data, s, generation) == 0
             }
             HeaderEval::SubjectInList { welcome } => {
                 let name = if *welcome { "welcomelist_subject" } else { "blocklist_subject" };
-                let Some(list) = data.list(name) else { return false };
+                let Some(list) = data.list(name) else {
+                    return false;
+                };
                 if !get_joined(m, b"Subject", &mut s.a) {
                     return false;
                 }
@@ -1059,7 +1107,9 @@ fn helo_ip_mismatch(relays: &Relays, pats: &HeaderPatterns, search: &mut Search)
         }
         // The HELO's /24 prefix ("a.b.c.").
         let prefix_len = r.helo.iter().enumerate().filter(|&(_, &b)| b == b'.').nth(2).map(|(i, _)| i + 1);
-        let Some(prefix_len) = prefix_len else { return false };
+        let Some(prefix_len) = prefix_len else {
+            return false;
+        };
         let prefix = r.helo.get(..prefix_len).unwrap_or(&[]);
         let digits_ok = prefix.split(|&b| b == b'.').take(3).all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
         is_public_ipv4(r.ip, pats, search) && r.helo != r.ip && digits_ok && !r.ip.starts_with(prefix)
@@ -1146,7 +1196,9 @@ fn forged_received(relays: &Relays, pats: &HeaderPatterns, search: &mut Search) 
         }
         let quad = pats.get(X::DottedQuad);
         if quad.is_match(helo, search) && quad.is_match(r.ip, search) && r.ip != helo {
-            let class_b = |v: &[u8]| -> Option<usize> { v.iter().enumerate().filter(|&(_, &b)| b == b'.').nth(1).map(|(i, _)| i) };
+            let class_b = |v: &[u8]| -> Option<usize> {
+                v.iter().enumerate().filter(|&(_, &b)| b == b'.').nth(1).map(|(i, _)| i)
+            };
             let (hb, fb) = (class_b(helo), class_b(r.ip));
             if let (Some(hb), Some(fb)) = (hb, fb) {
                 if helo.get(..hb) != r.ip.get(..fb) && !pats.is_ip_private.is_match(helo, search) {
@@ -1200,7 +1252,8 @@ fn illegal_chars(m: &Message<'_>, header: &str, ratio: f64, count: f64, buf: &mu
             return false;
         }
     }
-    let mut illegal = buf.iter().filter(|&&b| matches!(b, 0x00..=0x08 | 0x0b | 0x0c | 0x0e..=0x1f | 0x7f..=0xff)).count();
+    let mut illegal =
+        buf.iter().filter(|&&b| matches!(b, 0x00..=0x08 | 0x0b | 0x0c | 0x0e..=0x1f | 0x7f..=0xff)).count();
     if illegal > 0 && header.eq_ignore_ascii_case("subject") {
         let exempt = buf.iter().filter(|&&b| matches!(b, 0xa2 | 0xa3 | 0xae)).count();
         if exempt == 1 {
@@ -1273,7 +1326,9 @@ fn msn_groups(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut H
     if !pats.get(X::MsnGroupsTo).is_match(&s.b, &mut s.search) {
         return false;
     }
-    let Some((la, lb)) = s.search.group(1) else { return false };
+    let Some((la, lb)) = s.search.group(1) else {
+        return false;
+    };
     let mut list = [0u8; 128];
     let listname = s.b.get(la..lb).unwrap_or(&[]);
     let ln = listname.len().min(128);
@@ -1291,18 +1346,24 @@ fn msn_groups(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut H
     let mid = s.b.as_slice();
     if listname == b"notifications" {
         // ^<\S+\@$server>
-        let Some(rest) = mid.strip_prefix(b"<") else { return false };
+        let Some(rest) = mid.strip_prefix(b"<") else {
+            return false;
+        };
         let tail_len = server.len() + 2;
         return rest.iter().position(|&b| is_space(b)).is_none_or(|p| p > 0)
-            && rest.windows(tail_len).any(|w| w.first() == Some(&b'@') && w.get(1..=server.len()) == Some(server) && w.last() == Some(&b'>'));
+            && rest.windows(tail_len).any(|w| {
+                w.first() == Some(&b'@') && w.get(1..=server.len()) == Some(server) && w.last() == Some(&b'>')
+            });
     }
     // ^<$listname-\S+\@groups\.msn\.com>
-    let starts = mid.strip_prefix(b"<").is_some_and(|r| r.starts_with(listname) && r.get(listname.len()) == Some(&b'-'));
+    let starts =
+        mid.strip_prefix(b"<").is_some_and(|r| r.starts_with(listname) && r.get(listname.len()) == Some(&b'-'));
     if !starts || !mid.windows(17).any(|w| w == b"@groups.msn.com>") {
         return false;
     }
     let env = first_addr(m, relays, b"EnvelopeFrom");
-    env.windows(listname.len() + 7).any(|w| w.starts_with(listname) && w.ends_with(b"-bounce")) && env.ends_with(b"@groups.msn.com")
+    env.windows(listname.len() + 7).any(|w| w.starts_with(listname) && w.ends_with(b"-bounce"))
+        && env.ends_with(b"@groups.msn.com")
 }
 
 fn eudoramail(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool {
@@ -1592,7 +1653,9 @@ fn to_in_subject(m: &Message<'_>, relays: &Relays, user: bool, buf: &mut Vec<u8>
     let to_at = |i: usize, ci: bool| subject.get(i..i + n).is_some_and(|w| if ci { eq_ci(w, to) } else { w == to });
     let punct = |b: Option<&u8>| matches!(b, Some(b',' | b':' | b';' | b'!' | b'?' | b'-'));
     // (?:re|fw):\s*(?:\w+\s+)?TO$
-    let prefix = if subject.len() >= 3 && (eq_ci(subject.get(..3).unwrap_or(&[]), b"re:") || eq_ci(subject.get(..3).unwrap_or(&[]), b"fw:")) {
+    let prefix = if subject.len() >= 3
+        && (eq_ci(subject.get(..3).unwrap_or(&[]), b"re:") || eq_ci(subject.get(..3).unwrap_or(&[]), b"fw:"))
+    {
         Some(3)
     } else {
         None
@@ -1662,7 +1725,9 @@ fn ratware_name_id(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch
     if !pats.get(X::RatwareId).is_match(&s.a, &mut s.search) {
         return false;
     }
-    let Some(id) = s.search.text(&s.a, 1) else { return false };
+    let Some(id) = s.search.text(&s.a, 1) else {
+        return false;
+    };
     get_joined(m, b"From", &mut s.b);
     // m/\"[^\"]+\"\s*<\Q$1\E>/
     let from = s.b.as_slice();
@@ -1687,14 +1752,22 @@ fn ratware_name_id(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch
     false
 }
 
-fn ratware_envelope_from(m: &Message<'_>, relays: &Relays, data: &HeaderData, pats: &HeaderPatterns, search: &mut Search) -> bool {
+fn ratware_envelope_from(
+    m: &Message<'_>,
+    relays: &Relays,
+    data: &HeaderData,
+    pats: &HeaderPatterns,
+    search: &mut Search,
+) -> bool {
     let to = first_addr(m, relays, b"To");
     let from = first_addr(m, relays, b"EnvelopeFrom");
     if from.is_empty() || to.is_empty() || pats.get(X::Srs).is_match(from, search) {
         return false;
     }
     // /^([^@]+)\@(.+)$/
-    let Some(at) = to.iter().position(|&b| b == b'@') else { return false };
+    let Some(at) = to.iter().position(|&b| b == b'@') else {
+        return false;
+    };
     if at == 0 || to.get(at + 1..).is_none_or(|d| d.is_empty() || d.contains(&b'@') && false) {
         return false;
     }
@@ -1707,7 +1780,8 @@ fn ratware_envelope_from(m: &Message<'_>, relays: &Relays, data: &HeaderData, pa
     // /\b\Q$dom\E.\Q$user\E@/i
     let n = dom.len();
     (0..from.len()).any(|i| {
-        let boundary = dom.first().copied().is_some_and(is_word) != (i > 0 && from.get(i - 1).copied().is_some_and(is_word));
+        let boundary =
+            dom.first().copied().is_some_and(is_word) != (i > 0 && from.get(i - 1).copied().is_some_and(is_word));
         boundary
             && from.get(i..i + n).is_some_and(|w| w.eq_ignore_ascii_case(dom))
             && from.get(i + n).is_some_and(|&b| b != b'\n')
@@ -1723,8 +1797,12 @@ fn after_last_at(addr: &[u8]) -> &[u8] {
 
 /// `s/^.+\.([^\.]+\.[^\.]+)$/$1/`: the last two labels of a name with three or more.
 fn second_level(domain: &[u8]) -> &[u8] {
-    let Some(last_dot) = domain.iter().rposition(|&b| b == b'.') else { return domain };
-    let Some(prev_dot) = domain.get(..last_dot).and_then(|d| d.iter().rposition(|&b| b == b'.')) else { return domain };
+    let Some(last_dot) = domain.iter().rposition(|&b| b == b'.') else {
+        return domain;
+    };
+    let Some(prev_dot) = domain.get(..last_dot).and_then(|d| d.iter().rposition(|&b| b == b'.')) else {
+        return domain;
+    };
     let labels_ok = last_dot > prev_dot + 1 && last_dot + 1 < domain.len() && prev_dot > 0;
     if labels_ok {
         domain.get(prev_dot + 1..).unwrap_or(domain)
@@ -1774,10 +1852,8 @@ fn freemail_replyto(m: &Message<'_>, relays: &Relays, data: &HeaderData, reply: 
     if !reply && !replyto_is_fm {
         return false;
     }
-    if reply && ((!s.addrs2.is_empty() && !replyto_is_fm) || !from_is_fm && s.addrs2.is_empty()) {
-        return false;
-    }
-    if reply && s.addrs2.is_empty() && !from_is_fm {
+    // 'reply': a Reply-To that is not free mail, or a From that is not, ends it.
+    if reply && ((!s.addrs2.is_empty() && !replyto_is_fm) || !from_is_fm) {
         return false;
     }
     let generation = relays.generation();
@@ -1818,7 +1894,13 @@ fn welcomelisted(m: &Message<'_>, relays: &Relays, data: &HeaderData, s: &mut He
     found
 }
 
-fn default_welcomelisted(m: &Message<'_>, relays: &Relays, data: &HeaderData, s: &mut HeaderScratch, generation: u64) -> i32 {
+fn default_welcomelisted(
+    m: &Message<'_>,
+    relays: &Relays,
+    data: &HeaderData,
+    s: &mut HeaderScratch,
+    generation: u64,
+) -> i32 {
     if s.default_welcomelisted.generation == generation {
         if let Some(v) = s.default_welcomelisted.value {
             return v;
@@ -1839,4 +1921,165 @@ fn default_welcomelisted(m: &Message<'_>, relays: &Relays, data: &HeaderData, s:
     }
     s.default_welcomelisted = Cached { generation, value: Some(found) };
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::{Limits, MessageBuffers};
+    use crate::rules::cf::{NoIncludes, Parser};
+    use crate::rules::eval::{EvalContext, EvalData, EvalTest};
+
+    /// A small stand-in for the stock configuration the tests read.
+    const CF: &[u8] = b"originating_ip_headers X-Yahoo-Post-IP X-Originating-IP X-Apparently-From
+freemail_domains yahoo.com hotmail.com gmail.com
+util_rb_tld com net org biz top uk
+util_rb_2tld co.uk
+enlist_addrlist (PAYPAL) *@paypal.com *@paypal.co.uk
+enlist_addrlist (SUSP_NTLD) *@*.top *@*.xyz
+";
+
+    fn data() -> EvalData {
+        let mut parser = Parser::new();
+        assert!(parser.parse_file("test.cf", CF, &mut NoIncludes).is_ok());
+        let config = parser.finish();
+        let mut data = EvalData::new(&config);
+        data.header.needs_relays = true;
+        data
+    }
+
+    /// `name(a,b)` into the function name and its argument text.
+    fn call(spec: &str) -> (&str, &str) {
+        let (name, rest) = spec.split_once('(').unwrap_or((spec, ")"));
+        (name, rest.strip_suffix(')').unwrap_or(rest))
+    }
+
+    #[test]
+    fn header_evals_like_spamassassin_table() {
+        const CALLS: &[&str] = &[
+            "check_all_trusted()",
+            "check_no_relays()",
+            "check_relays_unparseable()",
+            "helo_ip_mismatch()",
+            "check_for_no_rdns_dotcom_helo()",
+            "check_for_forged_received_trail()",
+            "check_for_forged_received_ip_helo()",
+            "check_for_sender_no_reverse()",
+            "check_for_numeric_helo()",
+            "check_for_from_domain_in_received_headers(example.com,true)",
+            "check_mailfrom_matches_rcvd()",
+            "check_for_fake_aol_relay_in_rcvd()",
+            "check_illegal_chars(Subject,0.00,2)",
+            "check_illegal_chars(From,0.20,2)",
+            "check_illegal_chars(ALL,0.010,2)",
+            "gated_through_received_hdr_remover()",
+            "check_for_forged_hotmail_received_headers()",
+            "check_for_no_hotmail_received_headers()",
+            "check_for_forged_eudoramail_received_headers()",
+            "check_for_forged_yahoo_received_headers()",
+            "check_for_forged_juno_received_headers()",
+            "check_for_forged_gmail_received_headers()",
+            "check_for_forged_gw05_received_headers()",
+            "check_for_matching_env_and_hdr_from()",
+            "sorted_recipients()",
+            "similar_recipients(0.65,undef)",
+            "check_for_missing_to_header()",
+            "check_for_shifted_date(3,6)",
+            "check_for_shifted_date(-6,-3)",
+            "check_for_shifted_date(undef,-96)",
+            "check_for_shifted_date(-240,-96)",
+            "subject_is_all_caps()",
+            "check_for_to_in_subject(user)",
+            "check_outlook_message_id()",
+            "check_messageid_not_usable()",
+            "check_header_count_range(Subject,2,999)",
+            "check_unresolved_template()",
+            "check_ratware_name_id()",
+            "check_ratware_envelope_from()",
+            "check_equal_from_domains()",
+            "check_freemail_from()",
+            "check_freemail_header(Reply-To,\\d@)",
+            "check_freemail_header(EnvelopeFrom)",
+            "check_freemail_replyto(replyto)",
+            "check_freemail_replyto(reply)",
+            "check_from_in_list(PAYPAL)",
+            "check_replyto_in_list(SUSP_NTLD)",
+        ];
+        // (message, SpamAssassin 4.0.1 result of each call, 1 = hit)
+        let cases: &[(&[u8], &str)] = &[
+            (b"Received: from mail.example.com (mail.example.com [192.0.2.1]) by mx.example.net (8.12.5/8.12.5) with ESMTP id g7MBYrZ04811; Thu, 22 Aug 2002 12:34:53 +0100\nReturn-Path: <joe99@yahoo.com>\nFrom: \"Joe\" <joe99@yahoo.com>\nReply-To: joe123@hotmail.com\nDate: Thu, 22 Aug 2002 16:40:00 +0100\nSubject: HELLO THIS IS ALL CAPS\nMessage-ID: <0a1b3d6e5f6a$1234abcd$5678ef01@example.com>\n\nWrite to friend77@gmail.com today.\n", "00000001000000000001000000110001010000001101100"),
+            (b"Return-Path: <bounce@list.example.org>\nReceived: from hotmail.com (mx.spammer.biz [198.51.100.7]) by mx.example.net (8.12.5/8.12.5) with ESMTP id abc123; Thu, 22 Aug 2002 12:34:53 +0100\nFrom: someone@hotmail.com\nTo: aa@example.com, ab@example.com, ac@example.com, ad@example.com, ae@example.com, af@example.com, ag@example.com\nDate: Wed, 14 Aug 2002 12:00:00 +0100\nSubject: Re: aa\nMessage-ID: <ABCDEFGHIJKLMNOPQRSTUVWXYZAB.someone@hotmail.com>\n\nbody\n", "00000001000000001000000010000110100000011000000"),
+            (b"Received: from unknown (HELO 203.0.113.9) (198.51.100.20) by mail.example.net with SMTP; 22 Aug 2002 11:00:00 -0000\nReceived: from yahoo.com ([10.1.2.3]) by mail.example.org (8.12/8.12) with ESMTP id x1; Thu, 22 Aug 2002 10:00:00 +0100\nFrom: \"Yahoo User\" <yuser@yahoo.com>\nTo: victim@example.net\nDate: Thu, 22 Aug 2002 10:00:00 +0000\nSubject: hi\nMessage-ID: <12345@example.org>\nList-Unsubscribe: <mailto:leave-list-12@example.org>\n\nbody %FIRST_NAME\n", "00010010100000000001000000000000001000001000000"),
+            (b"Received: from aol.com (unknown [198.51.100.33]) by mx.example.net (Postfix) with SMTP id 123ABC; Thu, 22 Aug 2002 12:34:53 +0100\nReceived: from x (y.example.com [203.0.113.77]) by rly-xa01.mx.aol.com (8.12/8.12) with ESMTP id q; Thu, 22 Aug 2002 12:30:00 +0100\nFrom: gmailer@gmail.com\nTo: user@example.net\nCc: other@example.net\nSubject: user: your account\nDate: Thu, 22 Aug 2002 12:00:00 +0100\nMessage-ID: <abc@example.com>\nX-Template: %ADDRESS_HERE\n\nbody\n", "00000001000100000000010000000000100010001000000"),
+            (b"Received: from localhost (localhost [127.0.0.1]) by mail.example.org (Postfix) with ESMTP id 1; Thu, 22 Aug 2002 12:00:00 +0100\nReceived: from desk (desk.lan [192.168.1.5]) by mail.example.org (Postfix) with ESMTP id 2; Thu, 22 Aug 2002 11:59:00 +0100\nFrom: boss@example.org\nTo: staff@example.org\nSubject: lunch\nSubject: dinner\nDate: Thu, 22 Aug 2002 11:58:00 +0100\n\nbody\n", "10000000000000000000000000000000000100000000000"),
+            (b"From: \"J\xe9r\xf4me\" <jerome@example.com>\nTo: x@example.net\nSubject: caf\xe9 cr\xe8me \xae\nDate: Thu, 22 Aug 2002 11:58:00 +0100\n\nbody\n", "01000000000010110000000000000000001000000000000"),
+            (b"Received: garbage that is not a received line\nReceived: from mail.example.com by relay.example.net; Thu, 22 Aug 2002 12:34:53 +0100\nFrom: x@paypal.com\nReply-To: y@example.top\nTo: z@example.net\nSubject: account\nDate: Thu, 22 Aug 2002 11:58:00 +0100\n\nbody\n", "01000000000000000000000000000000000000000000011"),
+            (b"Received: from mail.example.com (mail.example.com [192.0.2.1]) by mx.example.net (8.12.5/8.12.5) with ESMTP id g7MBYrZ04811; Thu, 22 Aug 2002 12:34:53 +0100 (envelope-from <example.net.victim@spam.example.com>)\nFrom: \"Someone\" <someone@example.com>\nTo: victim@example.net\nSubject: hello\nDate: Thu, 22 Aug 2002 11:58:00 +0100\n\nbody\n", "00000001001000000000000000000000000000100000000"),
+        ];
+
+        let data = data();
+        let tests: Vec<EvalTest> = CALLS
+            .iter()
+            .map(|spec| {
+                let (name, args) = call(spec);
+                match EvalTest::parse(EvalOn::Header, name, args, &data) {
+                    Ok(t) => t,
+                    Err(e) => panic!("{spec}: {e}"),
+                }
+            })
+            .collect();
+        let mut bufs = MessageBuffers::new(Limits::default());
+        let mut scratch = super::super::EvalScratch::default();
+        for (k, (raw, want)) in cases.iter().enumerate() {
+            let message = Message::parse(raw, &mut bufs);
+            scratch.prepare(&message, &data);
+            let super::super::EvalScratch { relays, tests: test_scratch } = &mut scratch;
+            let cx = EvalContext { message: &message, data: &data, relays };
+            for ((spec, test), w) in CALLS.iter().zip(&tests).zip(want.bytes()) {
+                let got = test.run(&cx, test_scratch) > 0;
+                assert_eq!(got, w == b'1', "message {} {spec}", k + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn network_functions_are_reported_as_such() {
+        let data = data();
+        for f in ["check_rbl", "check_rbl_sub", "check_dkim_valid", "check_for_spf_pass", "check_razor2", "check_bayes"] {
+            match EvalTest::parse(EvalOn::Header, f, "'a', 'b'", &data) {
+                Err(EvalError::Unavailable { why, .. }) => assert!(!why.is_empty(), "{f}"),
+                other => panic!("{f}: {:?}", other.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let data = data();
+        for (f, args) in [
+            ("check_for_shifted_date", "'x', 'y'"),
+            ("check_freemail_header", ""),
+            ("check_freemail_header", "'From', '(unclosed'"),
+            ("check_from_in_list", ""),
+        ] {
+            assert!(
+                matches!(EvalTest::parse(EvalOn::Header, f, args, &data), Err(EvalError::BadArguments { .. })),
+                "{f}({args})"
+            );
+        }
+    }
+
+    #[test]
+    fn helpers_table() {
+        assert_eq!(second_level(b"mail.sub.example.com"), b"example.com");
+        assert_eq!(second_level(b"example.com"), b"example.com");
+        assert_eq!(after_last_at(b"a@b@c.d"), b"c.d");
+        assert_eq!(hostname_to_domain(b"mx1.mail.example.ie"), b"example.ie");
+        assert_eq!(hostname_to_domain(b"a.b.c.tv"), b"b.c.tv");
+        assert_eq!(hostname_to_domain(b"10.1.2.3"), b"10.1.2.3");
+        assert!(is_fqdn_valid(b"mail.example.com."));
+        assert!(is_fqdn_valid(b"_x.example.com"));
+        assert!(!is_fqdn_valid(b"ex_ample.com"));
+        assert!(!is_fqdn_valid(b"localhost"));
+    }
 }

@@ -125,8 +125,17 @@ enum Node {
     Group(Option<u8>, Box<Node>),
     Concat(Vec<Node>),
     Alt(Vec<Node>),
-    Repeat { node: Box<Node>, min: u32, max: Option<u32>, greedy: bool },
-    Look { ahead: bool, negate: bool, node: Box<Node> },
+    Repeat {
+        node: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+        greedy: bool,
+    },
+    Look {
+        ahead: bool,
+        negate: bool,
+        node: Box<Node>,
+    },
     BackRef(u8),
     /// `(?&NAME)`: a named sub-pattern, matched atomically.
     Call(u8),
@@ -135,13 +144,24 @@ enum Node {
 #[derive(Debug, Clone, Copy)]
 enum Inst {
     Set(u16),
+    /// `class{min,max}` greedy (`max` `u16::MAX`: unbounded).
+    Star {
+        set: u16,
+        min: u16,
+        max: u16,
+    },
     Split(u32, u32),
     Jmp(u32),
     Save(u8),
     Assert(Assertion),
     /// A lookaround: its body runs from the next instruction to `end` (exclusive,
     /// ending in `Match`); the pattern goes on at `end`.
-    Look { ahead: bool, negate: bool, width: u16, end: u32 },
+    Look {
+        ahead: bool,
+        negate: bool,
+        width: u16,
+        end: u32,
+    },
     BackRef(u8),
     Call(u8),
     Match,
@@ -161,6 +181,68 @@ pub struct Regex {
     icase: bool,
     /// Sub-patterns called with `(?&NAME)`.
     subs: Vec<Arc<Regex>>,
+    /// A cheap necessary condition for a match at a position (sub-patterns only).
+    guard: Option<Guard>,
+    /// Bytes every match starts with (after zero-width assertions), when two or more:
+    /// candidate positions are found with a substring search.
+    prefix: Vec<u8>,
+}
+
+/// Native pre-checks of the IP sub-patterns: a position where they fail cannot
+/// start a match, so the full pattern is not tried there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Guard {
+    /// `IP_ADDRESS`
+    Ip,
+    /// `IPV4_ADDRESS`
+    Ipv4,
+    /// `LOCALHOST`
+    Localhost,
+}
+
+impl Guard {
+    fn may_start(self, h: &[u8], p: usize) -> bool {
+        let prev = p.checked_sub(1).and_then(|i| h.get(i)).copied();
+        let Some(c) = h.get(p).copied() else {
+            return false;
+        };
+        let quad_start = || {
+            let n = h.get(p..).map_or(0, |r| r.iter().take(4).take_while(|b| b.is_ascii_digit()).count());
+            (1..=3).contains(&n) && h.get(p + n) == Some(&b'.')
+        };
+        let ipv4 = || c.is_ascii_digit() && !prev.is_some_and(|b| is_word(b) || b == b':') && quad_start();
+        let hexc = |b: u8| b.is_ascii_hexdigit() || b == b':';
+        let ipv6 = || {
+            h.get(p..p + 5).is_some_and(|w| w.eq_ignore_ascii_case(b"ipv6:"))
+                || (hexc(c)
+                    && !prev.is_some_and(hexc)
+                    && h.get(p..).is_some_and(|r| r.iter().take(45).take_while(|&&b| hexc(b)).any(|&b| b == b':')))
+        };
+        match self {
+            Guard::Ipv4 => c.is_ascii_digit() && !prev.is_some_and(is_word) && quad_start(),
+            Guard::Ip => ipv4() || ipv6(),
+            Guard::Localhost => {
+                h.get(p..p + 9).is_some_and(|w| w.eq_ignore_ascii_case(b"localhost")) || ipv4() || ipv6()
+            }
+        }
+    }
+
+    fn first_set(self) -> Set {
+        let mut s = [0u64; 4];
+        set_range(&mut s, b'0', b'9');
+        if self != Guard::Ipv4 {
+            set_range(&mut s, b'a', b'f');
+            set_range(&mut s, b'A', b'F');
+            for b in [b':', b'i', b'I'] {
+                set_add(&mut s, b);
+            }
+        }
+        if self == Guard::Localhost {
+            set_add(&mut s, b'l');
+            set_add(&mut s, b'L');
+        }
+        s
+    }
 }
 
 struct Parser<'p, 's> {
@@ -267,7 +349,9 @@ impl Parser<'_, '_> {
     }
 
     fn escape_set(&mut self) -> Result<Result<Set, u8>, PatternError> {
-        let Some(c) = self.peek() else { return Err(self.err("trailing backslash")) };
+        let Some(c) = self.peek() else {
+            return Err(self.err("trailing backslash"));
+        };
         self.i += 1;
         Ok(match c {
             b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Ok(class_set(c)),
@@ -279,7 +363,8 @@ impl Parser<'_, '_> {
             b'0' => Err(0),
             b'x' => {
                 let hex = |b: u8| char::from(b).to_digit(16);
-                let (Some(h), Some(l)) = (self.peek().and_then(hex), self.p.get(self.i + 1).copied().and_then(hex)) else {
+                let (Some(h), Some(l)) = (self.peek().and_then(hex), self.p.get(self.i + 1).copied().and_then(hex))
+                else {
                     return Err(self.err("bad \\x"));
                 };
                 self.i += 2;
@@ -295,7 +380,9 @@ impl Parser<'_, '_> {
         let mut s = [0u64; 4];
         let mut first = true;
         loop {
-            let Some(b) = self.peek() else { return Err(self.err("unclosed [")) };
+            let Some(b) = self.peek() else {
+                return Err(self.err("unclosed ["));
+            };
             if b == b']' && !first {
                 self.i += 1;
                 break;
@@ -315,7 +402,9 @@ impl Parser<'_, '_> {
             };
             if self.peek() == Some(b'-') && self.p.get(self.i + 1).is_some_and(|&n| n != b']') {
                 self.i += 1;
-                let Some(h) = self.peek() else { return Err(self.err("unclosed [")) };
+                let Some(h) = self.peek() else {
+                    return Err(self.err("unclosed ["));
+                };
                 self.i += 1;
                 let hi = if h == b'\\' {
                     match self.escape_set()? {
@@ -346,7 +435,9 @@ impl Parser<'_, '_> {
     }
 
     fn atom(&mut self, depth: u32) -> Result<Node, PatternError> {
-        let Some(b) = self.peek() else { return Err(self.err("unexpected end")) };
+        let Some(b) = self.peek() else {
+            return Err(self.err("unexpected end"));
+        };
         self.i += 1;
         match b {
             b'.' => {
@@ -462,6 +553,50 @@ impl Parser<'_, '_> {
     }
 }
 
+/// The first position of `needle` (not empty) in `hay`: short needles in short lines,
+/// where a plain first-byte scan beats setting up a substring searcher.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    let mut from = 0;
+    while let Some(k) = hay.get(from..).and_then(|r| memchr::memchr(first, r)) {
+        let at = from + k;
+        if hay.get(at + 1..at + 1 + rest.len()) == Some(rest) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// The literal bytes every match of `node` starts with (after leading assertions).
+fn literal_prefix(node: &Node) -> Vec<u8> {
+    let mut out = Vec::new();
+    let Node::Concat(items) = node else { return out };
+    for item in items.iter().skip_while(|n| matches!(n, Node::Assert(_))) {
+        match item {
+            Node::Set(set) => {
+                let mut only = None;
+                let mut count = 0;
+                for b in 0..=255u8 {
+                    if set_has(set, b) {
+                        only = Some(b);
+                        count += 1;
+                        if count > 1 {
+                            break;
+                        }
+                    }
+                }
+                match (count, only) {
+                    (1, Some(b)) => out.push(b),
+                    _ => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
 /// Fixed width of a node in bytes, if it has one (for lookbehind).
 fn width(node: &Node) -> Option<u32> {
     match node {
@@ -480,19 +615,23 @@ fn width(node: &Node) -> Option<u32> {
 
 /// Bytes a node's match can start with; `None` when it may match empty (or start
 /// with anything past an assertion).
-fn first_bytes(node: &Node) -> Option<Set> {
+fn first_bytes(node: &Node, subs: &[Arc<Regex>]) -> Option<Set> {
     match node {
         Node::Set(s) => Some(**s),
-        Node::Group(_, n) => first_bytes(n),
-        Node::Concat(items) => items.first().and_then(first_bytes),
+        Node::Group(_, n) => first_bytes(n, subs),
+        // Assertions and lookarounds consume nothing: the next item gives the first byte.
+        Node::Concat(items) => {
+            items.iter().find(|n| !matches!(n, Node::Assert(_) | Node::Look { .. })).and_then(|n| first_bytes(n, subs))
+        }
         Node::Alt(alts) => {
             let mut s = [0u64; 4];
             for a in alts {
-                set_union(&mut s, &first_bytes(a)?);
+                set_union(&mut s, &first_bytes(a, subs)?);
             }
             Some(s)
         }
-        Node::Repeat { node, min, .. } if *min > 0 => first_bytes(node),
+        Node::Repeat { node, min, .. } if *min > 0 => first_bytes(node, subs),
+        Node::Call(k) => subs.get(usize::from(*k)).and_then(|r| r.guard.map(Guard::first_set).or(r.first)),
         _ => None,
     }
 }
@@ -519,6 +658,17 @@ impl Compiler {
         }
     }
 
+    fn set_index(&mut self, set: &Set) -> Result<u16, PatternError> {
+        let idx = match self.sets.iter().position(|x| x == set) {
+            Some(i) => i,
+            None => {
+                self.sets.push(*set);
+                self.sets.len() - 1
+            }
+        };
+        u16::try_from(idx).map_err(|_| PatternError { at: 0, why: "too many classes" })
+    }
+
     fn node(&mut self, node: &Node) -> Result<(), PatternError> {
         if self.prog.len() > 20_000 {
             return Err(PatternError { at: 0, why: "pattern too large" });
@@ -526,14 +676,7 @@ impl Compiler {
         match node {
             Node::Empty => {}
             Node::Set(s) => {
-                let idx = match self.sets.iter().position(|x| x == &**s) {
-                    Some(i) => i,
-                    None => {
-                        self.sets.push(**s);
-                        self.sets.len() - 1
-                    }
-                };
-                let idx = u16::try_from(idx).map_err(|_| PatternError { at: 0, why: "too many classes" })?;
+                let idx = self.set_index(s)?;
                 self.emit(Inst::Set(idx));
             }
             Node::Assert(a) => {
@@ -568,6 +711,17 @@ impl Compiler {
                 for j in jumps {
                     self.patch(j, Inst::Jmp(end));
                 }
+            }
+            Node::Repeat { node, min, max, greedy } if *greedy && matches!(**node, Node::Set(_)) => {
+                // A greedy run of one class: consumed at once, given back one byte at a time.
+                let Node::Set(set) = &**node else { return Ok(()) };
+                let idx = self.set_index(set)?;
+                let min = u16::try_from(*min).map_err(|_| PatternError { at: 0, why: "repetition too large" })?;
+                let max = match max {
+                    Some(m) => u16::try_from(*m).map_err(|_| PatternError { at: 0, why: "repetition too large" })?,
+                    None => u16::MAX,
+                };
+                self.emit(Inst::Star { set: idx, min, max });
             }
             Node::Repeat { node, min, max, greedy } => {
                 for _ in 0..*min {
@@ -645,6 +799,8 @@ const NONE: u32 = u32::MAX;
 enum Frame {
     Alt { pc: u32, pos: u32 },
     Restore { slot: u8, old: u32 },
+    /// A greedy class run that can give back bytes down to `min_pos`.
+    Star { pc: u32, min_pos: u32, pos: u32 },
 }
 
 impl Search {
@@ -678,13 +834,27 @@ impl Regex {
             Node::Concat(items) => matches!(items.first(), Some(Node::Assert(Assertion::Start))),
             _ => false,
         };
-        let first = first_bytes(&node);
+        let first = first_bytes(&node, &parser.used);
+        let mut prefix = literal_prefix(&node);
+        if prefix.len() < 2 {
+            prefix.clear();
+        }
         let mut c = Compiler { prog: Vec::new(), sets: Vec::new(), look_depth: 0 };
         c.emit(Inst::Save(0));
         c.node(&node)?;
         c.emit(Inst::Save(1));
         c.emit(Inst::Match);
-        Ok(Regex { prog: c.prog, sets: c.sets, groups: parser.groups, anchored, first, icase, subs: parser.used })
+        Ok(Regex {
+            prog: c.prog,
+            sets: c.sets,
+            groups: parser.groups,
+            anchored,
+            first,
+            icase,
+            subs: parser.used,
+            guard: None,
+            prefix,
+        })
     }
 
     /// Number of capture groups.
@@ -706,7 +876,15 @@ impl Regex {
         let last = if self.anchored { start.min(hay.len()) } else { hay.len() };
         let mut pos = start;
         while pos <= last {
-            if let Some(first) = &self.first {
+            if !self.prefix.is_empty() {
+                match hay.get(pos..).and_then(|r| find_bytes(r, &self.prefix)) {
+                    Some(k) => pos += k,
+                    None => return false,
+                }
+                if pos > last {
+                    return false;
+                }
+            } else if let Some(first) = &self.first {
                 match hay.get(pos..).and_then(|r| r.iter().position(|&b| set_has(first, b))) {
                     Some(k) => pos += k,
                     None => return false,
@@ -752,6 +930,25 @@ impl Regex {
                         }
                         _ => false,
                     },
+                    Inst::Star { set, min, max } => {
+                        let class = self.set(set);
+                        let limit = if max == u16::MAX { usize::MAX } else { usize::from(max) };
+                        let n = hay.get(pos..).map_or(0, |r| r.iter().take(limit).take_while(|&&b| set_has(class, b)).count());
+                        if n < usize::from(min) {
+                            false
+                        } else {
+                            if n > usize::from(min) {
+                                if s.stack.len() >= STACK_LIMIT {
+                                    break Run::GaveUp;
+                                }
+                                let min_pos = (pos + usize::from(min)) as u32;
+                                s.stack.push(Frame::Star { pc: pc + 1, min_pos, pos: (pos + n) as u32 });
+                            }
+                            pos += n;
+                            pc += 1;
+                            true
+                        }
+                    }
                     Inst::Jmp(t) => {
                         pc = t;
                         true
@@ -801,18 +998,24 @@ impl Regex {
                         if depth >= MAX_RUN_DEPTH {
                             break Run::GaveUp;
                         }
-                        let Some(sub) = self.subs.get(usize::from(k)) else { break Run::GaveUp };
-                        let saved = s.slots;
-                        let found = sub.run(hay, 0, pos, None, s, depth + 1);
-                        s.slots = saved;
-                        match found {
-                            Run::Matched(end) => {
-                                pos = end;
-                                pc += 1;
-                                true
+                        let Some(sub) = self.subs.get(usize::from(k)) else {
+                            break Run::GaveUp;
+                        };
+                        if sub.guard.is_some_and(|g| !g.may_start(hay, pos)) {
+                            false
+                        } else {
+                            let saved = s.slots;
+                            let found = sub.run(hay, 0, pos, None, s, depth + 1);
+                            s.slots = saved;
+                            match found {
+                                Run::Matched(end) => {
+                                    pos = end;
+                                    pc += 1;
+                                    true
+                                }
+                                Run::Failed => false,
+                                Run::GaveUp => break Run::GaveUp,
                             }
-                            Run::Failed => false,
-                            Run::GaveUp => break Run::GaveUp,
                         }
                     }
                     Inst::Look { ahead, negate, width, end } => {
@@ -863,6 +1066,15 @@ impl Regex {
                         if let Some(v) = s.slots.get_mut(usize::from(slot)) {
                             *v = old;
                         }
+                    }
+                    Some(Frame::Star { pc: p, min_pos, pos: q }) => {
+                        let back = q.saturating_sub(1);
+                        if back > min_pos {
+                            s.stack.push(Frame::Star { pc: p, min_pos, pos: back });
+                        }
+                        pc = p;
+                        pos = back as usize;
+                        break;
                     }
                     None => break 'outer Run::Failed,
                 }
@@ -940,7 +1152,8 @@ fn localhost_text() -> String {
 
 /// SpamAssassin's `IP_PRIVATE` without its leading `^`.
 fn ip_private_text() -> String {
-    let v4 = r"(?:10|127|169\.254|172\.(?:1[6-9]|2[0-9]|3[01])|192\.168|100\.(?:6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7]))\..*";
+    let v4 =
+        r"(?:10|127|169\.254|172\.(?:1[6-9]|2[0-9]|3[01])|192\.168|100\.(?:6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7]))\..*";
     alloc::format!(
         r"(?i:{v4}|(?:IPv6:|(?<![a-f0-9:]))(?:{MAPPED_PREFIX}{v4}|fe[89ab][0-9a-f]:.*|{LOOPBACK6})(?![a-f0-9:]))"
     )
@@ -967,9 +1180,10 @@ impl Default for Patterns {
 impl Patterns {
     /// Compiles the IP-address family.
     pub fn new() -> Patterns {
-        let ip = Arc::new(fixed_plain(&ip_text()));
-        let ipv4 = Arc::new(fixed_plain(&ipv4_text()));
-        let localhost = Arc::new(fixed_plain(&localhost_text()));
+        let guarded = |text: &str, g: Guard| Arc::new(Regex { guard: Some(g), ..fixed_plain(text) });
+        let ip = guarded(&ip_text(), Guard::Ip);
+        let ipv4 = guarded(&ipv4_text(), Guard::Ipv4);
+        let localhost = guarded(&localhost_text(), Guard::Localhost);
         let private = Arc::new(fixed_plain(&ip_private_text()));
         let named = alloc::vec![("IP", ip), ("IPV4", ipv4), ("LOCALHOST", localhost), ("PRIVATE", private)];
         let ip_private = Regex::with_subs("^(?&PRIVATE)", false, &named).unwrap_or_else(|_| never());
@@ -1005,6 +1219,8 @@ pub fn never() -> Regex {
         first: Some(s),
         icase: false,
         subs: Vec::new(),
+        guard: None,
+        prefix: Vec::new(),
     }
 }
 
@@ -1051,7 +1267,12 @@ mod tests {
             ("^abc", false, "xabc", None),
             ("a.c$", false, "abc\n", Some(&[Some("abc")])),
             ("a.c\\z", false, "abc\n", None),
-            ("(\\S+) \\((\\S+)\\[(\\d+)\\]\\)", false, "h (a.b[12])", Some(&[Some("h (a.b[12])"), Some("h"), Some("a.b"), Some("12")])),
+            (
+                "(\\S+) \\((\\S+)\\[(\\d+)\\]\\)",
+                false,
+                "h (a.b[12])",
+                Some(&[Some("h (a.b[12])"), Some("h"), Some("a.b"), Some("12")]),
+            ),
             ("a(.*?)c", false, "abcbc", Some(&[Some("abc"), Some("b")])),
             ("a(.*)c", false, "abcbc", Some(&[Some("abcbc"), Some("bcb")])),
             ("(?:HELO|EHLO) (\\S*)", false, "x EHLO foo bar", Some(&[Some("EHLO foo"), Some("foo")])),

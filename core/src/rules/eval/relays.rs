@@ -227,12 +227,16 @@ impl Relays {
         self.last_trusted_index = -1;
         self.last_internal_index = -1;
         self.envelope_from = None;
+        if !data.needs_relays {
+            return;
+        }
         let rx = &data.received;
         let trust = &data.trust;
         let mut state = ChainState { allow_mailfetch_markers: true, qmail_scanner_env_from: None, restart: false };
         let (mut in_trusted, mut in_internal, mut found_msa) = (true, true, false);
         let mut scanner_env_arena: Option<Rg> = None;
-        let received = message.headers().filter(|h| h.name.eq_ignore_ascii_case(b"received")).map(|h| (h.decoded, false));
+        let received =
+            message.headers().filter(|h| h.name.eq_ignore_ascii_case(b"received")).map(|h| (h.decoded, false));
         let synthetic = data.originating_ip_headers.iter().filter_map(|name| {
             let h = message.header(name.as_bytes())?;
             Some((h.decoded, true))
@@ -246,7 +250,9 @@ impl Relays {
                 if !rx.patterns.ip_search.find_at(value, 0, &mut self.search) {
                     continue;
                 }
-                let Some(ip) = self.search.text(value, 0) else { continue };
+                let Some(ip) = self.search.text(value, 0) else {
+                    continue;
+                };
                 self.work.extend_from_slice(b"from X-Originating-IP: ");
                 self.work.extend_from_slice(ip);
             } else {
@@ -625,7 +631,9 @@ fn clean_ip(mut v: &[u8]) -> &[u8] {
     v = v.strip_prefix(b"[").unwrap_or(v);
     v = v.strip_suffix(b"]").unwrap_or(v);
     if let Some(p) = v.iter().rposition(|&b| b == b'%') {
-        if v.get(p + 1..).is_some_and(|z| z.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))) {
+        if v.get(p + 1..)
+            .is_some_and(|z| z.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-')))
+        {
             v = v.get(..p).unwrap_or(v);
         }
     }
@@ -888,7 +896,7 @@ impl Default for ReceivedParser {
 }
 
 macro_rules! received_patterns {
-    ($( $name:ident = $icase:literal $pat:literal; )*) => {
+    ($( $name:ident = $icase:literal $pat:literal $(if $needle:literal)?; )*) => {
         /// Indexes of [`RECEIVED_PATTERNS`].
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         #[derive(Debug, Clone, Copy)]
@@ -896,12 +904,16 @@ macro_rules! received_patterns {
         enum P { $($name,)* }
         /// SpamAssassin's Received formats, `(pattern, /i)`, in [`P`] order.
         const RECEIVED_PATTERNS: &[(&str, bool)] = &[ $(($pat, $icase),)* ];
+        /// Text each pattern needs (any case when the pattern is `/i`), checked first.
+        const NEEDLES: &[&str] = &[ $(received_patterns!(@needle $($needle)?),)* ];
     };
+    (@needle) => { "" };
+    (@needle $n:literal) => { $n };
 }
 
 received_patterns! {
     FromStart = true r"^\(?from ";
-    WithLocalFor = false r"\bwith local for\b";
+    WithLocalFor = false r"\bwith local for\b" if "with local for";
     FromBy = true r"^from (\S+) by [^\s;]+ ?;";
     BracketQuad = false r"^\[[\d.]+\]$";
     DateTail = false r"[\s;]+(?:(?:Mon|T(?:ue|hu)|Wed|Fri|S(?:at|un)), )?\d+ (?:J(?:an|u[nl])|Feb|Ma[ry]|A(?:pr|ug)|Sep|Oct|Nov|Dec) \d+ \d+:\d+(?::\d+)? \S+$";
@@ -909,32 +921,32 @@ received_patterns! {
     HeloEq = false r"\bhelo=([-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]+)(?:[^-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]|$)";
     HeloWord = false r"\b(?:HELO|EHLO) ([-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]+)(?:[^-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]|$)";
     By = false r" by (\S+)(?:[^-A-Za-z0-9\;\.]|$)";
-    AuthWith = true r" with ((?:ES|L|UTF8S|UTF8L)MTPS?A|ASMTP|HTTP[SU]?)(?: |;|$)";
-    AuthGmail = false r" by mx\.google\.com with ESMTPS id [a-z0-9]{1,4}sm[0-9]{2,9}[a-z]{3}\.[0-9]{1,3}\.[0-9]{4}\.(?:[0-6][0-9]\.){4}[0-6][0-9]";
+    AuthWith = true r" with ((?:ES|L|UTF8S|UTF8L)MTPS?A|ASMTP|HTTP[SU]?)(?: |;|$)" if " with ";
+    AuthGmail = false r" by mx\.google\.com with ESMTPS id [a-z0-9]{1,4}sm[0-9]{2,9}[a-z]{3}\.[0-9]{1,3}\.[0-9]{4}\.(?:[0-6][0-9]\.){4}[0-6][0-9]" if "mx.google.com";
     AuthGmailTls = false r"\(version=([^ ]+) cipher=([^\)]+)\)";
-    AuthCourier = false r"^from .*?(?:\]\)|\)\]) \(AUTH: (LOGIN|PLAIN|DIGEST-MD5|CRAM-MD5) \S+(?:, .*?)?\) by ";
+    AuthCourier = false r"^from .*?(?:\]\)|\)\]) \(AUTH: (LOGIN|PLAIN|DIGEST-MD5|CRAM-MD5) \S+(?:, .*?)?\) by " if "(AUTH: ";
     AuthSendmail = false r"^from .*?(?:\](?: \([^)]*\))?\)|\)\]) .*?\(.*?authenticated.*?\).*? by";
-    AuthGmx = false r"from \S* \((?:HELO|EHLO) (\S*)\) \[((?&IP))\] by (mail\.gmx\.(?:net|com)) \([^\)]+\) with ((?:ESMTP|SMTP))";
-    AuthCriticalPath = false r"\) by .+ \(\d{1,2}\.\d\.\d{3}(?:\.\d{1,3})?\) \(authenticated as .+\) id ";
-    AuthPostfix = false r"\) \(Authenticated sender: \S+\) by \S+ \(([^\)]+)\) with ";
-    AuthCommunigate = false r"CommuniGate Pro (HTTP|SMTP|XIMSS|IMAP)";
-    AuthExchangeDav = false r" with Microsoft Exchange Server HTTP-DAV\b";
-    AuthViaHttp = true r" \(via (HTTP.?)\)(?: |;|$)";
+    AuthGmx = false r"from \S* \((?:HELO|EHLO) (\S*)\) \[((?&IP))\] by (mail\.gmx\.(?:net|com)) \([^\)]+\) with ((?:ESMTP|SMTP))" if "mail.gmx.";
+    AuthCriticalPath = false r"\) by .+ \(\d{1,2}\.\d\.\d{3}(?:\.\d{1,3})?\) \(authenticated as .+\) id " if "(authenticated as ";
+    AuthPostfix = false r"\) \(Authenticated sender: \S+\) by \S+ \(([^\)]+)\) with " if "(Authenticated sender: ";
+    AuthCommunigate = false r"CommuniGate Pro (HTTP|SMTP|XIMSS|IMAP)" if "CommuniGate Pro ";
+    AuthExchangeDav = false r" with Microsoft Exchange Server HTTP-DAV\b" if "HTTP-DAV";
+    AuthViaHttp = true r" \(via (HTTP.?)\)(?: |;|$)" if "(via http";
     Envfrom = true r"(?:return-path:? |envelope-(?:sender|from)[ =])(\S+)\b";
-    Squirrel = false r" \((?:SquirrelMail|NaSMail) authenticated user ";
+    Squirrel = false r" \((?:SquirrelMail|NaSMail) authenticated user " if "authenticated user ";
     SquirrelIp = false r"((?&IP))\b(?![.-]).{10,80}by (\S+) with HTTP";
     AolWebmail = false r"((?&IP)) by (\S+) \((?&IP)\) with HTTP \(WebMailUI\)";
     Smtpsvc = false r"^(\S*) \(\[((?&IP))\][^\)]{0,40}\) by (\S+) with Microsoft SMTPSVC";
     SmtpsvcPickup = false r"^mail pickup service by (\S+) with Microsoft SMTPSVC$";
-    MsSmtpServer = false r" with (?:Microsoft SMTP Server|mapi id) (?:\([^\)]+\) )?\d+\.\d+\.\d+\.\d+(?:$| )";
+    MsSmtpServer = false r" with (?:Microsoft SMTP Server|mapi id) (?:\([^\)]+\) )?\d+\.\d+\.\d+\.\d+(?:$| )" if " with ";
     MsSmtpServerFrom = false r"^(\S+) \(\[?((?&IP))(?:%[A-Z0-9._~-]*)?\]?\) by (\S+) ";
     XMail = false r"^(\S+) \((\[?(?&IP)\]?)(?::\d+)\) by (\S+)(?: \(\S+\))? with \[XMail";
     XMailId = false r" id <(\S+)>";
     XMailFrom = false r" from <(\S+)>";
-    Ecelerity = false r"\(ecelerity\b";
+    Ecelerity = false r"\(ecelerity\b" if "(ecelerity";
     EcelerityHelo = false r"^\(\[((?&IP)):\d+\] helo=(\S+)\) by (\S+) ";
     EcelerityPlain = false r"^\S+ \(\[((?&IP)):\d+\]\) by (\S+) ";
-    EximLocal = false r"\bwith local(?:-\S+)? ";
+    EximLocal = false r"\bwith local(?:-\S+)? " if "with local";
     EximBracket = false r"^\[((?&IP))\] \((.*?)\) by (\S+) ";
     EximRdns = false r"^(\S+) \(\[((?&IP))\](.*?)\) by (\S+) ";
     EximPlain = false r"^(\S+) \[((?&IP))\](:\d+)? by (\S+) ";
@@ -948,10 +960,10 @@ received_patterns! {
     Postfix2 = false r"^(\S+) \((\S+)\[((?&IP))\]\) by (\S+) ";
     Scalix = false r"^(\S+) \( ?((?&IP))\) by (\S+)";
     Domino = false r"^(\S+) \(\[((?&IP))\]\) by (\S+) \(Lotus";
-    WithHttp = false r"\bwith HTTP\b";
+    WithHttp = false r"\bwith HTTP\b" if "with HTTP";
     HttpNumeric = false r"^((?&IP)) \(\[(?&IP)\]\) by (\S+)";
-    QmailLdap = false r" by \S+ \(qmail-\S+\) with ";
-    Sendmail = false r"^(\S+) \((\S+) \[((?&IP))\].*\) by (\S+) \(";
+    QmailLdap = false r" by \S+ \(qmail-\S+\) with " if "(qmail-";
+    Sendmail = false r"^(\S+) \((\S+) \[((?&IP))\].*\) by (\S+) \(" if ") by ";
     IdentPrefix = false r"^IDENT:([^\@]*)\@";
     AtPrefix = false r"^([^\@]*)\@";
     ExchangeImc = false r"^(\S+) \((\S+) \[((?&IP))\]\) by (\S+) with \S+ \(";
@@ -959,13 +971,13 @@ received_patterns! {
     UnknownDomain = false r"^(\S+) \(<unknown\S*>\[((?&IP))\]\) by (\S+) ";
     AttbiRdns = false r"^(\S+) \((\S+\.\S+)\[((?&IP))\]\) by (\S+) ";
     IdentAtIp = false r"^(\S+) \((\S*)\@\[((?&IP))\].*\) by (\S+) \(";
-    HotmailBy = false r"by (\S+\.hotmail\.msn\.com) ";
+    HotmailBy = false r"by (\S+\.hotmail\.msn\.com) " if ".hotmail.msn.com ";
     LeadingIp = false r"^((?&IP)) ";
-    Qpsmtpd = false r"^(\S+) \((?:HELO|EHLO) (\S*)\) \(((?&IP))\) by (\S+) \(qpsmtpd/\S+\) with (?:ESMTP|SMTP)";
-    Lmtp = false r"^(\S+) \(LHLO (\S*)\) \(((?&IP))\) by (\S+) with LMTP";
+    Qpsmtpd = false r"^(\S+) \((?:HELO|EHLO) (\S*)\) \(((?&IP))\) by (\S+) \(qpsmtpd/\S+\) with (?:ESMTP|SMTP)" if "(qpsmtpd/";
+    Lmtp = false r"^(\S+) \(LHLO (\S*)\) \(((?&IP))\) by (\S+) with LMTP" if "LHLO ";
     GmxHelo = false r"^(\S+) \((?:HELO|EHLO) (\S*)\) \[((?&IP))\] by (\S+) \([^\)]+\) with (?:ESMTP|SMTP)";
-    AolSmtpd = false r"^(\S+) \(\[((?&IP))\]\) by (\S+) via smtpd \(for \S+\) with SMTP\(";
-    Qmail = false r"^\S+( \((?:HELO|EHLO) \S*\))? \((\S+\@)?\[?(?&IP)\]?\)( \(envelope-sender <\S+>\))? by \S+( \(.+\))* with (.* )?(SMTP|QMQP)(?! id )";
+    AolSmtpd = false r"^(\S+) \(\[((?&IP))\]\) by (\S+) via smtpd \(for \S+\) with SMTP\(" if " via smtpd ";
+    Qmail = false r"^\S+( \((?:HELO|EHLO) \S*\))? \((\S+\@)?\[?(?&IP)\]?\)( \(envelope-sender <\S+>\))? by \S+( \(.+\))* with (.* )?(SMTP|QMQP)(?! id )" if " with ";
     Qmail1 = false r"^(\S+) \((?:HELO|EHLO) ([^ \(\)]*)\) \((\S*)\@\[?((?&IP))\]?\)( \(envelope-sender <\S+>\))? by (\S+)";
     Qmail2 = false r"^(\S+) \((?:HELO|EHLO) ([^ \(\)]*)\) \(\[?((?&IP))\]?\)( \(envelope-sender <\S+>\))? by (\S+)";
     Qmail3 = false r"^(\S+) \((\S*)\@\[?((?&IP))\]?\)( \(envelope-sender <\S+>\))? by (\S+)";
@@ -981,7 +993,7 @@ received_patterns! {
     SendmailLoose = false r"^(\S+) \((\S+) \[((?&IP))\]\).*? by (\S+)\b";
     IpWithPort = false r"^(\S+) \(\[((?&IP))(?:[.:]\d+)?\]\).*? by (\S+) ";
     SendmailAuthBits = false r"^(\S+) \((\S+) \[((?&IP))\]\)(?: \(authenticated bits=\d+\))? by (\S+) \(";
-    Fetcher = false r"with (?:POP3|IMAP)";
+    Fetcher = false r"with (?:POP3|IMAP)" if "with ";
     QmailHelo = false r"^(\S+) \((?:HELO|EHLO) ([^\)]*)\) \((\S*@)?\[?((?&IP))\]?\).* by (\S+) ";
     QmailPlain = false r"^(\S+) \((\S*@)?\[?((?&IP))\]?\).* by (\S+) ";
     HttpFor = false r"^\[((?&IP))\] by (\S+) with http for ";
@@ -1010,9 +1022,9 @@ received_patterns! {
     Proxying = false r"^((?&IP)) \([A-Za-z][^\)]+\) by (\S+) with ";
     BracketSub = false r"^\[((?&IP))\] \(([^\)]+)\) by (\S+) ";
     IdentOptional = false r"^(\S+) \((?:\S+\@)?((?&IP))\) by (\S+) with ";
-    Obtuse = false r#"^(\S+)\(((?&IP))\)(?:, claiming to be "(\S+)")? via \S+ by (\S+),"#;
-    YahooLogin = false r"^(\S+) \((\S+)@((?&IP)) with login\) by (\S+\.yahoo\.com) with SMTP";
-    Synthetic = false r"^X-Originating-IP: ((?&IP))$";
+    Obtuse = false r#"^(\S+)\(((?&IP))\)(?:, claiming to be "(\S+)")? via \S+ by (\S+),"# if " via ";
+    YahooLogin = false r"^(\S+) \((\S+)@((?&IP)) with login\) by (\S+\.yahoo\.com) with SMTP" if " with login) ";
+    Synthetic = false r"^X-Originating-IP: ((?&IP))$" if "X-Originating-IP: ";
     IgnLocalIdent = false r"^\S+ \([^\s\@]+\@(?&LOCALHOST)\) by \S+ \(";
     IgnLocalEsmtp = false r"^\S+ \S+ by \S+ with local-e?smtp ";
     IgnAvg = false r"^127\.0\.0\.1 \(AVG SMTP \S+ \[\S+\]\)";
@@ -1024,22 +1036,22 @@ received_patterns! {
     IgnLocalBracket = false r"^\S+ \(\S+\@\S+ \[(?&LOCALHOST)\]\) ";
     IgnAuth = false r"^\(AUTH: \S+\) by \S+ with ";
     IgnUnix = false r"^localhost \(localhost \[\[UNIX: localhost\]\]\) by ";
-    IgnAmazon = false r"^\S+\.amazon\.com by \S+\.amazon\.com with ESMTP \(peer crosscheck: ";
-    IgnGroupwise = false r"^[^\.]+ by \S+ with Novell_GroupWise";
+    IgnAmazon = false r"^\S+\.amazon\.com by \S+\.amazon\.com with ESMTP \(peer crosscheck: " if "amazon.com";
+    IgnGroupwise = false r"^[^\.]+ by \S+ with Novell_GroupWise" if "Novell_GroupWise";
     IgnRaptor = false r"^no\.name\.available by \S+ via smtpd \(for ";
-    QmailScanner = false r"^\S+ by \S+ \(.{0,100}\) with qmail-scanner";
+    QmailScanner = false r"^\S+ by \S+ \(.{0,100}\) with qmail-scanner" if "qmail-scanner";
     IgnWithLocal = false r"^\S+ by \S+ with local";
-    IgnCyrus = false r"^\S+ \(\[unix socket\]\) by \S+ \(Cyrus v[0-9]*?\.[0-9]*?\.[0-9]*?\) with LMTPA";
+    IgnCyrus = false r"^\S+ \(\[unix socket\]\) by \S+ \(Cyrus v[0-9]*?\.[0-9]*?\.[0-9]*?\) with LMTPA" if "[unix socket]";
     IgnNoIp = false r"^\S+ by \S+ (?:with|via|for|\()";
     IgnWithBy = false r"^\S+ (?:(?:with|via|for) \S+|\(unverified\)) by\b";
-    IgnSendgrid = false r"^\S+ \(unknown\) by \S+ \(SG\) with \b";
-    IgnOpenSmtpd = false r"^\S+ \(\S+ \[local\]\) by \S+ \(OpenSMTPD\) with \b";
-    IgnLsmtp = false r"\(LSMTP for";
-    IgnMailEnable = false r"^\(\[(?&LOCALHOST)\]\) with MailEnable ";
-    IgnFacebook = false r"^facebook\.com \([^\)]+\) by facebook\.com with Thrift id \S+$";
-    IgnGmailApi = false r"^\S+ named \S+ by gmailapi\.google\.com with HTTPREST$";
+    IgnSendgrid = false r"^\S+ \(unknown\) by \S+ \(SG\) with \b" if "(SG)";
+    IgnOpenSmtpd = false r"^\S+ \(\S+ \[local\]\) by \S+ \(OpenSMTPD\) with \b" if "(OpenSMTPD)";
+    IgnLsmtp = false r"\(LSMTP for" if "(LSMTP for";
+    IgnMailEnable = false r"^\(\[(?&LOCALHOST)\]\) with MailEnable " if "MailEnable";
+    IgnFacebook = false r"^facebook\.com \([^\)]+\) by facebook\.com with Thrift id \S+$" if "facebook.com";
+    IgnGmailApi = false r"^\S+ named \S+ by gmailapi\.google\.com with HTTPREST$" if "gmailapi.google.com";
     IgnIdOnly = false r"^\S+ id \S+$";
-    IgnJetsend = false r"^\[<.*? \(Jetsend";
+    IgnJetsend = false r"^\[<.*? \(Jetsend" if "Jetsend";
     GuessHelo = false r"^(\S+)[^-A-Za-z0-9\.]";
     Simta = false r"^(\S+) \((\S+) \[((?&IP))\]\) BY (\S+) (?:\([^\)]+\) WITH SMTP )?ID <?(\S+?)>?(?: FOR <[^>]+>)?$";
     Navgw = false r"^(\S*) \[((?&IP))\]\) by (\S+) \(NAVGW .*?\) with ";
@@ -1090,9 +1102,17 @@ struct LineCx<'a> {
 impl LineCx<'_> {
     /// Matches pattern `p` against `work[range]`; captures stay available through [`LineCx::g`].
     fn m(&mut self, p: P, range: Rg) -> bool {
-        let Some(re) = self.pats.get(p as usize) else { return false };
+        let Some(re) = self.pats.get(p as usize) else {
+            return false;
+        };
         let text = range.get(self.work);
         self.base = range.0 as usize;
+        if let Some(needle) = NEEDLES.get(p as usize).filter(|n| !n.is_empty()) {
+            let icase = RECEIVED_PATTERNS.get(p as usize).is_some_and(|&(_, i)| i);
+            if !contains(text, needle.as_bytes(), icase) {
+                return false;
+            }
+        }
         re.is_match(text, self.search)
     }
 
@@ -1185,8 +1205,19 @@ impl ReceivedParser {
                 return Parsed::Skip;
             }
         }
-        if cx.m(P::DateTail, line) {
-            line.1 = cx.g(0).0;
+        // The date at the end is its last six tokens at most: the search starts at the
+        // seventh space from the end, and the match is widened over the [\s;] run it
+        // starts in, which is where SpamAssassin's leftmost match starts.
+        let text = line.get(cx.work);
+        let window = text.iter().enumerate().rev().filter(|&(_, &b)| b == b' ').nth(6).map_or(0, |(i, _)| i);
+        if let Some(re) = self.pats.get(P::DateTail as usize) {
+            if re.find_at(text, window, cx.search) {
+                let mut start = cx.search.group(0).map_or(text.len(), |(a, _)| a);
+                while start > 0 && text.get(start - 1).is_some_and(|&b| is_space(b) || b == b';') {
+                    start -= 1;
+                }
+                line.1 = line.0 + start as u32;
+            }
         }
         // s/\)by /) by /
         if let Some(p) = memchr::memmem::find(line.get(cx.work), b")by ") {
@@ -1555,7 +1586,9 @@ impl ReceivedParser {
             take!(Rdns = 1, Ip = 2, Helo = 3, By = 4);
             return Next::Enough;
         }
-        if (cx.contains(r, b" (Post") && cx.m(P::PostOffice, r)) || (cx.contains(r, b" (ArGoSoft") && cx.m(P::ArGoSoft, r)) {
+        if (cx.contains(r, b" (Post") && cx.m(P::PostOffice, r))
+            || (cx.contains(r, b" (ArGoSoft") && cx.m(P::ArGoSoft, r))
+        {
             take!(Ip = 1, By = 2);
             return Next::Enough;
         }
@@ -1696,7 +1729,8 @@ impl ReceivedParser {
                 return Next::Skip;
             }
         }
-        const IGNORED_LATE: [P; 6] = [P::IgnLsmtp, P::IgnMailEnable, P::IgnFacebook, P::IgnGmailApi, P::IgnIdOnly, P::IgnJetsend];
+        const IGNORED_LATE: [P; 6] =
+            [P::IgnLsmtp, P::IgnMailEnable, P::IgnFacebook, P::IgnGmailApi, P::IgnIdOnly, P::IgnJetsend];
         for p in IGNORED_LATE {
             if cx.m(p, r) {
                 return Next::Skip;
@@ -1707,6 +1741,14 @@ impl ReceivedParser {
         }
         Next::Continue
     }
+}
+
+/// Whether `hay` contains `needle` (ignoring ASCII case when `icase`).
+fn contains(hay: &[u8], needle: &[u8], icase: bool) -> bool {
+    if !icase {
+        return super::re::find_bytes(hay, needle).is_some();
+    }
+    hay.windows(needle.len().max(1)).any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// `$ident =~ s/\@$//` on a capture.
@@ -1743,7 +1785,20 @@ mod tests {
         let mut parser = Parser::new();
         let cf = b"originating_ip_headers X-Yahoo-Post-IP X-Originating-IP X-Apparently-From\noriginating_ip_headers X-SenderIP X-AOL-IP\n";
         assert!(parser.parse_file("prefs.cf", cf, &mut NoIncludes).is_ok());
-        HeaderData::new(&parser.finish())
+        HeaderData { needs_relays: true, ..HeaderData::new(&parser.finish()) }
+    }
+
+    #[test]
+    fn relays_are_read_only_when_rules_need_them() {
+        let needs = |cf: &[u8]| {
+            let mut parser = Parser::new();
+            assert!(parser.parse_file("x.cf", cf, &mut NoIncludes).is_ok());
+            HeaderData::new(&parser.finish()).needs_relays
+        };
+        assert!(!needs(b"header A Subject =~ /x/\nheader B eval:check_rbl('x', 'y.')\n"));
+        assert!(needs(b"header A X-Spam-Relays-External =~ /rdns= /\n"));
+        assert!(needs(b"header A eval:check_all_trusted()\n"));
+        assert!(needs(b"header A EnvelopeFrom =~ /x/\n"));
     }
 
     /// Builds the message SpamAssassin was given: `Received:` lines (split on ` || `),
@@ -1816,7 +1871,7 @@ mod tests {
         // As without Net::Patricia, the first entry that covers an address decides.
         let cf = b"trusted_networks !203.0.113.9 203.0.113/24\ninternal_networks 203.0.113.5\n";
         assert!(parser.parse_file("local.cf", cf, &mut NoIncludes).is_ok());
-        let data = HeaderData::new(&parser.finish());
+        let data = HeaderData { needs_relays: true, ..HeaderData::new(&parser.finish()) };
         let spec = "from a (a [203.0.113.5]) by b (8.1/8.1) id 1; Mon, 1 Jan 2007 00:00:00 +0000 || \
                     from c (c [203.0.113.7]) by a (8.1/8.1) id 2; Mon, 1 Jan 2007 00:00:00 +0000 || \
                     from d (d [203.0.113.9]) by c (8.1/8.1) id 3; Mon, 1 Jan 2007 00:00:00 +0000";
@@ -1843,7 +1898,10 @@ mod tests {
             x
         };
         assert_eq!(NetRange::parse("10."), Some(NetRange { exclude: false, addr: v4(10, 0, 0, 0), prefix: 104 }));
-        assert_eq!(NetRange::parse("!192.168.1.2/31"), Some(NetRange { exclude: true, addr: v4(192, 168, 1, 2), prefix: 127 }));
+        assert_eq!(
+            NetRange::parse("!192.168.1.2/31"),
+            Some(NetRange { exclude: true, addr: v4(192, 168, 1, 2), prefix: 127 })
+        );
         assert!(NetRange::parse("[2001:db8::]/32").is_some_and(|r| r.prefix == 32 && r.addr[0] == 0x20));
         assert_eq!(NetRange::parse("300.1.1.1"), None);
         assert_eq!(NetRange::parse("1.2.3.4/33"), None);

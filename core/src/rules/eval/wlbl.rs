@@ -186,7 +186,9 @@ impl Registry {
         if dom.iter().any(|&b| super::re::is_space(b)) {
             return false;
         }
-        let Some(dot) = dom.iter().rposition(|&b| b == b'.') else { return false };
+        let Some(dot) = dom.iter().rposition(|&b| b == b'.') else {
+            return false;
+        };
         self.is_tld(dom.get(dot + 1..).unwrap_or(&[]))
     }
 
@@ -289,7 +291,9 @@ fn deciding_relays(relays: &Relays) -> impl Iterator<Item = RelayView<'_>> + '_ 
 /// `check_mailfrom_matches_rcvd` for `sender` (the envelope sender's first address).
 pub fn addr_matches_rcvd(registry: &Registry, relays: &Relays, sender: &[u8]) -> bool {
     // / \@ ( [^\@]+ \. [^\@]+ ) \z/x: the text after the last @, with a dot.
-    let Some(at) = sender.iter().rposition(|&b| b == b'@') else { return false };
+    let Some(at) = sender.iter().rposition(|&b| b == b'@') else {
+        return false;
+    };
     let dom = sender.get(at + 1..).unwrap_or(&[]);
     let dot_ok = dom.iter().position(|&b| b == b'.').is_some_and(|p| p > 0) && dom.last().is_some_and(|&b| b != b'.');
     if dom.is_empty() || !dot_ok {
@@ -342,7 +346,9 @@ fn relay_matches(spec: &str, relay: &RelayView<'_>) -> bool {
             let prefix = ip_part.trim_end_matches('.');
             return relay.ip.starts_with(prefix.as_bytes()) && relay.ip.get(prefix.len()) == Some(&b'.');
         }
-        let Some(mut range) = crate::rules::NetRange::parse(ip_part) else { return false };
+        let Some(mut range) = crate::rules::NetRange::parse(ip_part) else {
+            return false;
+        };
         if let Some(l) = len {
             let Ok(l) = l.parse::<u8>() else { return false };
             let v4 = range.addr.get(..12) == Some(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff][..]) && dotted;
