@@ -14,6 +14,8 @@ use sift_core::msg::{Limits, Message, MessageBuffers};
 use sift_core::rules::cf::{Includer, Parser};
 use sift_core::rules::eval::header::HeaderData;
 use sift_core::rules::eval::relays::Relays;
+use sift_core::rules::eval::{EvalContext, EvalData, EvalScratch, EvalTest};
+use sift_core::rules::{Config, RuleKind};
 
 const SITE_DIR: &str = "/etc/spamassassin";
 const RULES_DIR: &str = "/usr/share/spamassassin";
@@ -77,7 +79,7 @@ fn files(dir: &Path, ext: Option<&str>) -> Vec<PathBuf> {
     out
 }
 
-fn stock_data() -> HeaderData {
+fn stock_config() -> Config {
     let mut order = files(Path::new(SITE_DIR), Some("pre"));
     order.extend(files(Path::new(RULES_DIR), Some("cf")));
     order.extend(files(Path::new(SITE_DIR), Some("cf")));
@@ -86,7 +88,11 @@ fn stock_data() -> HeaderData {
         let text = std::fs::read(path).expect("readable rule file");
         parser.parse_file(&path.to_string_lossy(), &text, &mut FsIncluder).expect("stock rules parse");
     }
-    HeaderData::new(&parser.finish())
+    parser.finish()
+}
+
+fn stock_data() -> HeaderData {
+    HeaderData::new(&stock_config())
 }
 
 fn corpus_files() -> Vec<PathBuf> {
@@ -191,4 +197,50 @@ fn relays_match_spamassassin() {
     // Two spam_2 messages have `Return-Path: <x@[1086695621]>`, an address the
     // message parser's `:addr` does not accept and SpamAssassin's does.
     assert!(envfrom <= KNOWN_ADDRESS_DIFFERENCES, "EnvelopeFrom differs on {envfrom} messages");
+}
+
+/// The header eval tests of the stock rules, run over corpus messages, allocate
+/// nothing once their buffers are warm.
+#[test]
+fn warm_header_evals_allocate_nothing() {
+    let files = corpus_files();
+    if files.is_empty() || !Path::new(RULES_DIR).is_dir() {
+        println!("corpus or stock rules absent: skipped");
+        return;
+    }
+    let config = stock_config();
+    let data = EvalData::new(&config);
+    let tests: Vec<EvalTest> = config
+        .rules
+        .iter()
+        .filter_map(|r| match &r.kind {
+            RuleKind::Eval { on, function, args } => EvalTest::parse(*on, function, args, &data).ok(),
+            _ => None,
+        })
+        .filter(|t| matches!(t, EvalTest::Header(_)))
+        .collect();
+    assert!(tests.len() > 40, "only {} header eval tests", tests.len());
+    let messages: Vec<Vec<u8>> = files.iter().step_by(20).filter_map(|f| std::fs::read(f).ok()).collect();
+    let mut bufs = MessageBuffers::new(Limits::default());
+    let mut scratch = EvalScratch::default();
+    let pass = |bufs: &mut MessageBuffers, scratch: &mut EvalScratch| -> u64 {
+        let mut hits = 0u64;
+        for raw in &messages {
+            let message = Message::parse(raw, bufs);
+            scratch.prepare(&message, &data);
+            let EvalScratch { relays, tests: test_scratch } = scratch;
+            let cx = EvalContext { message: &message, data: &data, relays };
+            for t in &tests {
+                hits += u64::from(t.run(&cx, test_scratch));
+            }
+        }
+        hits
+    };
+    let mut first = 0;
+    let cold = allocation_counter::measure(|| first = pass(&mut bufs, &mut scratch));
+    assert!(cold.count_total > 0, "the counter sees the cold pass's allocations");
+    let info = allocation_counter::measure(|| {
+        assert_eq!(pass(&mut bufs, &mut scratch), first, "a second pass gives the same hits");
+    });
+    assert_eq!(info.count_total, 0, "allocations during a warm pass over {} messages: {info:?}", messages.len());
 }

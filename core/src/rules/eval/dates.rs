@@ -160,10 +160,13 @@ fn month_at(s: &[u8], i: usize) -> Option<u32> {
     MONTHS.iter().position(|m| m.eq_ignore_ascii_case(word)).map(|p| p as u32 + 1)
 }
 
+/// Day, month, the year digits' range and the range of text the date form covers.
+type DateParts = (i64, u32, (usize, usize), (usize, usize));
+
 /// SpamAssassin's three date forms, tried in its order over the whole string:
 /// ` DD Mon YYYY `, ` Mon +DD hh:mm:ss YYYY `, ` DD Mon YY(Y) `. Returns day, month,
 /// the year digits' range and the range to cut.
-fn find_date(s: &[u8]) -> Option<(i64, u32, (usize, usize), (usize, usize))> {
+fn find_date(s: &[u8]) -> Option<DateParts> {
     for form in 0..3 {
         for i in (0..s.len()).filter(|&i| s.get(i) == Some(&b' ')) {
             let hit = if form == 1 { month_first(s, i) } else { day_first(s, i, form == 0) };
@@ -176,7 +179,7 @@ fn find_date(s: &[u8]) -> Option<(i64, u32, (usize, usize), (usize, usize))> {
 }
 
 /// ` (\d+) (Mon) (\d{4}) ` (`four`) or ` (\d+) (Mon) (\d{2,3}) ` at `i`.
-fn day_first(s: &[u8], i: usize, four: bool) -> Option<(i64, u32, (usize, usize), (usize, usize))> {
+fn day_first(s: &[u8], i: usize, four: bool) -> Option<DateParts> {
     let d = digits(s, i + 1);
     if d == 0 || s.get(i + 1 + d) != Some(&b' ') {
         return None;
@@ -196,7 +199,7 @@ fn day_first(s: &[u8], i: usize, four: bool) -> Option<(i64, u32, (usize, usize)
 }
 
 /// ` (Mon) +(\d+) \d+:\d+:\d+ (\d{4}) ` at `i`.
-fn month_first(s: &[u8], i: usize) -> Option<(i64, u32, (usize, usize), (usize, usize))> {
+fn month_first(s: &[u8], i: usize) -> Option<DateParts> {
     let month = month_at(s, i + 1)?;
     let mut j = i + 4;
     let spaces = s.get(j..)?.iter().take_while(|&&b| b == b' ').count();

@@ -160,8 +160,9 @@ fn email_at(text: &[u8], i: usize, registry: &Registry) -> Option<usize> {
             continue;
         }
         let after = text.get(tb).copied();
-        let ends = !after.is_some_and(is_label)
-            && !(after == Some(b'.') && text.get(tb + 1).copied().is_some_and(|b| b.is_ascii_alphanumeric()));
+        let continues = after.is_some_and(is_label)
+            || (after == Some(b'.') && text.get(tb + 1).copied().is_some_and(|b| b.is_ascii_alphanumeric()));
+        let ends = !continues;
         if ends && registry.is_tld(tld) {
             return Some(tb);
         }
@@ -198,7 +199,7 @@ pub fn body_freemails(
                 let addr = text.get(i..end).unwrap_or(&[]);
                 out.add(addr, false, true);
                 // `<addr>` and `addr Word:` (quoted header lines) are not counted.
-                if !(follows_quote(text, end) && !preceded_by_mailto(text, i)) {
+                if !follows_quote(text, end) || preceded_by_mailto(text, i) {
                     emails.add(addr, false, true);
                 }
                 i = end;

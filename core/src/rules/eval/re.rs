@@ -1262,7 +1262,8 @@ mod tests {
     #[test]
     fn perl_semantics_table() {
         // (pattern, /i, haystack, expected group texts or None for no match)
-        let cases: &[(&str, bool, &str, Option<&[Option<&str>]>)] = &[
+        type Case<'a> = (&'a str, bool, &'a str, Option<&'a [Option<&'a str>]>);
+        let cases: &[Case] = &[
             ("abc", false, "xxabcxx", Some(&[Some("abc")])),
             ("^abc", false, "xabc", None),
             ("a.c$", false, "abc\n", Some(&[Some("abc")])),

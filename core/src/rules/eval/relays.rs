@@ -1250,7 +1250,7 @@ impl ReceivedParser {
         };
         let rest = Rg(line.0 + prefix, line.1);
         let next = match branch {
-            Branch::From => self.from_formats(&mut cx, rest, &mut f, state),
+            Branch::From => self.after_from(&mut cx, rest, &mut f, state),
             Branch::Simta if cx.m(P::Simta, rest) => {
                 f.looked_up_dns = true;
                 f.set(F::Helo, cx.g(1));
@@ -1323,7 +1323,7 @@ impl ReceivedParser {
     }
 
     /// The formats after `from ` (SpamAssassin's main branch).
-    fn from_formats(&self, cx: &mut LineCx<'_>, r: Rg, f: &mut Fields, state: &mut ChainState) -> Next {
+    fn after_from(&self, cx: &mut LineCx<'_>, r: Rg, f: &mut Fields, state: &mut ChainState) -> Next {
         if cx.m(P::Envfrom, r) {
             f.set(F::Envfrom, cx.g(1));
             f.has_envfrom = true;
