@@ -2450,8 +2450,8 @@ add_header spam Flag YES
 remove_header ham Level
 rewrite_header subject [SPAM] (_SCORE_)
 rewrite_header From (spam) x
-welcomelist_from *@example.com
-welcomelist_from *@example.org
+blocklist_uri_host example.com
+blocklist_uri_host example.org
 frobnicate now
 ";
 
@@ -2617,12 +2617,59 @@ frobnicate now
         // Notes: one per ignored directive name, one per unknown line.
         assert!(has_note(&config, "priority: 1 line ignored"));
         assert!(has_note(&config, "test: 1 line ignored"));
-        assert!(has_note(&config, "welcomelist_from: 2 lines ignored"));
+        assert!(has_note(&config, "blocklist_uri_host: 2 lines ignored"));
         let unknown: Vec<&LintNote> =
             config.notes.iter().filter(|n| n.message.starts_with("unknown directive")).collect();
         assert_eq!(unknown.len(), 1);
         assert_eq!(unknown[0].origin, Origin { file: String::from("every.cf"), line: 70 });
         assert_eq!(config.notes.len(), 4, "{:?}", config.notes);
+    }
+
+    #[test]
+    fn eval_settings() {
+        let text = "\
+trusted_networks 10.0.0.0/8 !192.168.1.1
+trusted_networks [2001:db8::]/32
+internal_networks 10.1.
+msa_networks 10.2.3.4
+clear_msa_networks
+originating_ip_headers X-Originating-IP X-SenderIP
+originating_ip_headers x-originating-ip
+envelope_sender_header X-Envelope-Sender
+freemail_domains Yahoo.com mail.*.ru bad_dom@ain
+freemail_whitelist friend@yahoo.com
+util_rb_tld com uk
+util_rb_2tld co.uk
+whitelist_from *@Example.com friend@x.org
+unwelcomelist_from friend@x.org
+blacklist_to spam@x.org
+enlist_addrlist (PAYPAL) *@paypal.com
+def_whitelist_from_rcvd *@bank.com bank.com
+welcomelist_from_rcvd a@b.c
+";
+        let config = parse_str("eval.cf", text).expect("parses");
+        let ev = &config.eval;
+        assert!(ev.trusted_networks.configured && ev.trusted_networks.loopback);
+        assert_eq!(ev.trusted_networks.entries.len(), 3);
+        assert!(ev.trusted_networks.entries.get(1).is_some_and(|r| r.exclude && r.prefix == 128));
+        assert!(ev.internal_networks.configured && ev.internal_networks.entries.first().is_some_and(|r| r.prefix == 112));
+        assert!(!ev.msa_networks.configured && ev.msa_networks.entries.is_empty());
+        assert_eq!(ev.originating_ip_headers, ["X-Originating-IP", "X-SenderIP"]);
+        assert_eq!(ev.envelope_sender_header.as_deref(), Some("X-Envelope-Sender"));
+        assert_eq!(ev.freemail_domains, ["yahoo.com"]);
+        assert_eq!(ev.freemail_domain_globs, ["mail.*.ru"]);
+        assert_eq!(ev.freemail_welcomelist, ["friend@yahoo.com"]);
+        assert_eq!((ev.util_rb_tld.len(), ev.util_rb_2tld.len()), (2, 1));
+        let list = |name: &str| ev.addr_lists.iter().find(|l| l.name == name).map(|l| l.globs.clone());
+        assert_eq!(list("welcomelist_from"), Some(vec![String::from("*@example.com")]));
+        assert_eq!(list("blocklist_to"), Some(vec![String::from("spam@x.org")]));
+        assert_eq!(list("PAYPAL"), Some(vec![String::from("*@paypal.com")]));
+        assert_eq!(ev.def_welcomelist_from_rcvd.len(), 1);
+        assert!(ev.welcomelist_from_rcvd.is_empty());
+        // The bad freemail domain and the one-word welcomelist_from_rcvd are noted.
+        assert!(has_note(&config, "invalid freemail_domains bad_dom@ain"), "{:?}", config.notes);
+        assert!(has_note(&config, "welcomelist_from_rcvd: invalid value"), "{:?}", config.notes);
+        assert_eq!(config.notes.len(), 2, "{:?}", config.notes);
     }
 
     #[test]

@@ -69,7 +69,7 @@ const ZONES: [(&[u8], i32); 54] = [
 ];
 
 /// Bytes of a date string looked at (SpamAssassin has no limit; real dates are short).
-const MAX_DATE: usize = 4096;
+const MAX_DATE: usize = 2048;
 
 /// A scratch copy of a date string as `parse_rfc822_date` rewrites it:
 /// `" $date "`, commas (and following spaces) as one space, white space squeezed.

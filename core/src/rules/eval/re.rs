@@ -785,11 +785,15 @@ pub struct Search {
     slots: [u32; MAX_GROUPS * 2],
     stack: Vec<Frame>,
     steps: u32,
+    /// Steps this search may still take over all its searches (see [`Search::allow`]).
+    allowance: u64,
+    /// The step limit of the current search.
+    limit: u32,
 }
 
 impl Default for Search {
     fn default() -> Self {
-        Search { slots: [NONE; MAX_GROUPS * 2], stack: Vec::new(), steps: 0 }
+        Search { slots: [NONE; MAX_GROUPS * 2], stack: Vec::new(), steps: 0, allowance: u64::MAX, limit: STEP_BUDGET }
     }
 }
 
@@ -797,13 +801,34 @@ const NONE: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
 enum Frame {
-    Alt { pc: u32, pos: u32 },
-    Restore { slot: u8, old: u32 },
+    Alt {
+        pc: u32,
+        pos: u32,
+    },
+    Restore {
+        slot: u8,
+        old: u32,
+    },
     /// A greedy class run that can give back bytes down to `min_pos`.
-    Star { pc: u32, min_pos: u32, pos: u32 },
+    Star {
+        pc: u32,
+        min_pos: u32,
+        pos: u32,
+    },
 }
 
 impl Search {
+    /// Sets how many steps all further searches together may take; once spent,
+    /// searches report no match. Callers set it per message to bound hostile input.
+    pub fn allow(&mut self, steps: u64) {
+        self.allowance = steps;
+    }
+
+    /// Steps still allowed (see [`Search::allow`]).
+    pub fn allowance(&self) -> u64 {
+        self.allowance
+    }
+
     /// Capture group `g` of the last successful search, as a range of the haystack.
     pub fn group(&self, g: usize) -> Option<(usize, usize)> {
         let a = *self.slots.get(g * 2)?;
@@ -870,9 +895,16 @@ impl Regex {
     /// Searches `hay` from `start`; on a match the captures are in `search`.
     pub fn find_at(&self, hay: &[u8], start: usize, search: &mut Search) -> bool {
         search.steps = 0;
-        if hay.len() >= NONE as usize {
+        search.limit = u32::try_from(search.allowance.min(u64::from(STEP_BUDGET))).unwrap_or(STEP_BUDGET);
+        if hay.len() >= NONE as usize || search.limit == 0 {
             return false;
         }
+        let found = self.find_from(hay, start, search);
+        search.allowance = search.allowance.saturating_sub(u64::from(search.steps));
+        found
+    }
+
+    fn find_from(&self, hay: &[u8], start: usize, search: &mut Search) -> bool {
         let last = if self.anchored { start.min(hay.len()) } else { hay.len() };
         let mut pos = start;
         while pos <= last {
@@ -916,7 +948,7 @@ impl Regex {
         let mut pos = pos;
         let result = 'outer: loop {
             s.steps += 1;
-            if s.steps > STEP_BUDGET {
+            if s.steps > s.limit {
                 break Run::GaveUp;
             }
             let ok = match self.prog.get(pc as usize) {
@@ -933,7 +965,9 @@ impl Regex {
                     Inst::Star { set, min, max } => {
                         let class = self.set(set);
                         let limit = if max == u16::MAX { usize::MAX } else { usize::from(max) };
-                        let n = hay.get(pos..).map_or(0, |r| r.iter().take(limit).take_while(|&&b| set_has(class, b)).count());
+                        let n = hay
+                            .get(pos..)
+                            .map_or(0, |r| r.iter().take(limit).take_while(|&&b| set_has(class, b)).count());
                         if n < usize::from(min) {
                             false
                         } else {

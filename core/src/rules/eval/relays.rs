@@ -27,6 +27,9 @@ pub const MAX_RELAYS: usize = 20;
 pub const MAX_FIELD: usize = 255;
 /// Bytes of one `Received` value parsed (SpamAssassin caps header values at 8 KiB).
 const MAX_LINE: usize = 8192;
+/// Matcher steps the `Received` chain of one message may take (the public corpus
+/// takes at most about 11 000); past it the remaining lines count as unparseable.
+pub const RELAY_STEPS: u64 = 1_000_000;
 
 /// A range of bytes in one of the relay buffers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -230,6 +233,7 @@ impl Relays {
         if !data.needs_relays {
             return;
         }
+        self.search.allow(RELAY_STEPS);
         let rx = &data.received;
         let trust = &data.trust;
         let mut state = ChainState { allow_mailfetch_markers: true, qmail_scanner_env_from: None, restart: false };
@@ -259,7 +263,12 @@ impl Relays {
                 normalize_into(value, &mut self.work);
             }
             state.restart = false;
-            let parsed = rx.parse_line(&mut self.work, &mut self.search, &mut state);
+            // A line parsed when the step allowance runs out is not trusted as parsed.
+            let parsed = match self.search.allowance() {
+                0 => Parsed::Unparseable,
+                _ => rx.parse_line(&mut self.work, &mut self.search, &mut state),
+            };
+            let parsed = if self.search.allowance() == 0 { Parsed::Unparseable } else { parsed };
             if state.restart && state.allow_mailfetch_markers {
                 // A mail fetcher handed the message over: the chain starts again.
                 self.relays.clear();
@@ -426,6 +435,11 @@ impl Relays {
     /// External (not internal) relays, newest first.
     pub fn external(&self) -> impl Iterator<Item = RelayView<'_>> + '_ {
         self.all().filter(|r| !r.internal)
+    }
+
+    /// Matcher steps left of this message's [`RELAY_STEPS`].
+    pub fn steps_left(&self) -> u64 {
+        self.search.allowance()
     }
 
     /// A number that changes with every message read.
@@ -1905,6 +1919,31 @@ mod tests {
         assert!(NetRange::parse("[2001:db8::]/32").is_some_and(|r| r.prefix == 32 && r.addr[0] == 0x20));
         assert_eq!(NetRange::parse("300.1.1.1"), None);
         assert_eq!(NetRange::parse("1.2.3.4/33"), None);
+    }
+
+    #[test]
+    fn hostile_chains_stop_at_the_step_allowance() {
+        let data = data();
+        let mut hostile = Vec::new();
+        let line: Vec<u8> = core::iter::repeat_n(&b"x]) (authenticated ("[..], 400).flatten().copied().collect();
+        for _ in 0..100 {
+            hostile.extend_from_slice(b"Received: from ");
+            hostile.extend_from_slice(&line);
+            hostile.push(b'\n');
+        }
+        hostile.extend_from_slice(b"From: a@b.c\n\nx\n");
+        let mut bufs = MessageBuffers::new(Limits::default());
+        let mut relays = Relays::default();
+        let message = Message::parse(&hostile, &mut bufs);
+        relays.read(&message, &data);
+        assert_eq!(relays.steps_left(), 0, "the hostile chain spends the whole allowance");
+        assert_eq!(relays.num_unparseable(), 100);
+        // The next message gets a fresh allowance.
+        let text = message_text("from a (a [192.0.2.1]) by b (8.1/8.1) id 1; Mon, 1 Jan 2007 00:00:00 +0000");
+        let message = Message::parse(&text, &mut bufs);
+        relays.read(&message, &data);
+        assert_eq!(relays.num_untrusted(), 1);
+        assert!(relays.steps_left() > RELAY_STEPS / 2);
     }
 
     #[test]

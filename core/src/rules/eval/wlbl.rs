@@ -229,24 +229,24 @@ impl Registry {
             return d;
         }
         // Label starts, left to right.
-        let mut starts = [0usize; 128];
+        let mut starts = [0u16; 128];
         let mut labels = 0;
         for (i, &b) in text.iter().enumerate() {
             if (i == 0 || text.get(i - 1) == Some(&b'.')) && labels < starts.len() {
                 if let Some(slot) = starts.get_mut(labels) {
-                    *slot = i;
+                    *slot = u16::try_from(i).unwrap_or(u16::MAX);
                 }
                 labels += 1;
             }
             let _ = b;
         }
         let label = |k: usize| -> &[u8] {
-            let a = if k < labels { starts.get(k).copied().unwrap_or(n) } else { n };
-            let b = if k + 1 < labels { starts.get(k + 1).map_or(n, |&s| s.saturating_sub(1)) } else { n };
+            let a = if k < labels { starts.get(k).map_or(n, |&s| usize::from(s)) } else { n };
+            let b = if k + 1 < labels { starts.get(k + 1).map_or(n, |&s| usize::from(s).saturating_sub(1)) } else { n };
             text.get(a..b).unwrap_or(&[])
         };
         let suffix = |k: usize| -> &[u8] {
-            let a = if k < labels { starts.get(k).copied().unwrap_or(n) } else { n };
+            let a = if k < labels { starts.get(k).map_or(n, |&s| usize::from(s)) } else { n };
             text.get(a..).unwrap_or(&[])
         };
         let state = |s: &[u8]| US_STATES.iter().any(|st| st.as_slice() == s);
@@ -275,7 +275,7 @@ impl Registry {
         }
         // The last label taken off goes back on.
         let keep = first.saturating_sub(1);
-        d.start = if first > 0 { starts.get(keep).copied().unwrap_or(0) } else { 0 };
+        d.start = if first > 0 { starts.get(keep).map_or(0, |&s| usize::from(s)) } else { 0 };
         d
     }
 }
