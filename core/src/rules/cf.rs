@@ -41,8 +41,8 @@ use alloc::vec::Vec;
 
 use super::perl::{self, Unsupported};
 use super::{
-    AddHeader, AddHeaderWhen, Config, EvalOn, HeaderField, HeaderForm, HeaderRule, HeaderTest, LintNote, MetaExpr,
-    MetaOp, Origin, Pattern, RuleDef, RuleKind, TFlags,
+    AddHeader, AddHeaderWhen, AddrList, Config, EvalOn, EvalSettings, HeaderField, HeaderForm, HeaderRule, HeaderTest,
+    LintNote, MetaExpr, MetaOp, NetList, NetRange, Origin, Pattern, RcvdEntry, RuleDef, RuleKind, TFlags,
 };
 use crate::score::Score;
 
@@ -507,6 +507,11 @@ impl Parser {
                 name: String::from("Checker-Version"),
                 template: String::from("SpamAssassin _VERSION_ (_SUBVERSION_) on _HOSTNAME_"),
             }],
+            eval: EvalSettings {
+                trusted_networks: NetList { loopback: true, ..NetList::default() },
+                internal_networks: NetList { loopback: true, ..NetList::default() },
+                ..EvalSettings::default()
+            },
             ..Config::default()
         };
         Parser {
@@ -773,19 +778,214 @@ impl Parser {
                     Ok(())
                 }
             }
-            _ => {
-                if SA_DIRECTIVES.binary_search(&key).is_ok() || SA_DIRECTIVE_PREFIXES.iter().any(|p| key.starts_with(p))
-                {
-                    self.ignore(key, origin);
-                } else {
-                    self.note(origin, format!("unknown directive: {}", quote(line)));
+            _ => match self.eval_setting(key, value) {
+                Some(result) => result,
+                None => {
+                    if SA_DIRECTIVES.binary_search(&key).is_ok()
+                        || SA_DIRECTIVE_PREFIXES.iter().any(|p| key.starts_with(p))
+                    {
+                        self.ignore(key, origin);
+                    } else {
+                        self.note(origin, format!("unknown directive: {}", quote(line)));
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }
+            },
         };
         if let Err(why) = result {
             self.note(origin, format!("{key}: {why}: {}", quote(line)));
         }
+    }
+
+    /// The settings the header eval tests read; `None` when `key` is not one of them.
+    fn eval_setting(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let words = || value.split_ascii_whitespace();
+        let need_value = || {
+            if value.is_empty() {
+                Err(String::from("missing value"))
+            } else {
+                Ok(())
+            }
+        };
+        let no_value = || {
+            if value.is_empty() {
+                Ok(())
+            } else {
+                Err(String::from("invalid value"))
+            }
+        };
+        let ev = &mut self.config.eval;
+        let result = match key {
+            "trusted_networks" | "internal_networks" | "msa_networks" => need_value().and_then(|()| {
+                let list = match key {
+                    "trusted_networks" => &mut ev.trusted_networks,
+                    "internal_networks" => &mut ev.internal_networks,
+                    _ => &mut ev.msa_networks,
+                };
+                let mut bad = Vec::new();
+                for net in words() {
+                    match NetRange::parse(net) {
+                        Some(range) => list.entries.push(range),
+                        None => bad.push(net),
+                    }
+                }
+                list.configured = true;
+                if bad.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("invalid address {}", bad.join(" ")))
+                }
+            }),
+            "clear_trusted_networks" | "clear_internal_networks" | "clear_msa_networks" => no_value().map(|()| {
+                let list = match key {
+                    "clear_trusted_networks" => &mut ev.trusted_networks,
+                    "clear_internal_networks" => &mut ev.internal_networks,
+                    _ => &mut ev.msa_networks,
+                };
+                list.entries.clear();
+                list.configured = false;
+            }),
+            "originating_ip_headers" => need_value().map(|()| {
+                for name in words() {
+                    if !ev.originating_ip_headers.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+                        ev.originating_ip_headers.push(name.to_string());
+                    }
+                }
+            }),
+            "clear_originating_ip_headers" => no_value().map(|()| ev.originating_ip_headers.clear()),
+            "envelope_sender_header" => need_value().map(|()| ev.envelope_sender_header = Some(value.to_string())),
+            "freemail_domains" => {
+                let mut bad = Vec::new();
+                for d in words() {
+                    if !d.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'*' | b'?' | b'-')) {
+                        bad.push(d);
+                        continue;
+                    }
+                    let d = d.to_ascii_lowercase();
+                    let list =
+                        if d.contains(['*', '?']) { &mut ev.freemail_domain_globs } else { &mut ev.freemail_domains };
+                    if !list.contains(&d) {
+                        list.push(d);
+                    }
+                }
+                if bad.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("invalid freemail_domains {}", bad.join(" ")))
+                }
+            }
+            "freemail_welcomelist" | "freemail_whitelist" => {
+                let mut bad = Vec::new();
+                for a in words() {
+                    let a = a.to_ascii_lowercase();
+                    let ok =
+                        a.as_bytes().windows(3).any(|w| is_word(w[0]) && matches!(w[1], b'.' | b'@') && is_word(w[2]));
+                    if ok {
+                        if !ev.freemail_welcomelist.contains(&a) {
+                            ev.freemail_welcomelist.push(a);
+                        }
+                    } else {
+                        bad.push(a);
+                    }
+                }
+                if bad.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("invalid freemail_welcomelist {}", bad.join(" ")))
+                }
+            }
+            "util_rb_tld" | "util_rb_2tld" | "util_rb_3tld" => need_value().map(|()| {
+                let list = match key {
+                    "util_rb_tld" => &mut ev.util_rb_tld,
+                    "util_rb_2tld" => &mut ev.util_rb_2tld,
+                    _ => &mut ev.util_rb_3tld,
+                };
+                for d in words() {
+                    let d = d.to_ascii_lowercase();
+                    if !list.contains(&d) {
+                        list.push(d);
+                    }
+                }
+            }),
+            "clear_util_rb" => no_value().map(|()| {
+                ev.util_rb_tld.clear();
+                ev.util_rb_2tld.clear();
+                ev.util_rb_3tld.clear();
+            }),
+            "ok_locales" => need_value().map(|()| ev.ok_locales = Some(value.to_string())),
+            "welcomelist_from"
+            | "whitelist_from"
+            | "blocklist_from"
+            | "blacklist_from"
+            | "welcomelist_to"
+            | "whitelist_to"
+            | "blocklist_to"
+            | "blacklist_to"
+            | "more_spam_to"
+            | "all_spam_to"
+            | "welcomelist_allows_relays"
+            | "whitelist_allows_relays" => need_value().map(|()| {
+                let name = addr_list_name(key);
+                add_to_addr_list(&mut ev.addr_lists, name, words());
+            }),
+            "unwelcomelist_from" | "unwhitelist_from" | "unblocklist_from" | "unblacklist_from" => {
+                need_value().map(|()| {
+                    let name = if key.contains("block") || key.contains("black") {
+                        "blocklist_from"
+                    } else {
+                        "welcomelist_from"
+                    };
+                    if let Some(list) = ev.addr_lists.iter_mut().find(|l| l.name == name) {
+                        for a in words() {
+                            let a = a.to_ascii_lowercase();
+                            list.globs.retain(|g| *g != a);
+                        }
+                    }
+                })
+            }
+            "enlist_addrlist" => {
+                let parsed = value.strip_prefix('(').and_then(|v| v.split_once(')')).and_then(|(name, rest)| {
+                    let rest = rest.trim_start();
+                    (!name.is_empty() && !rest.is_empty() && rest.len() < value.len() - name.len() - 1)
+                        .then_some((name, rest))
+                });
+                match parsed {
+                    Some((name, rest)) => {
+                        add_to_addr_list(&mut ev.addr_lists, name, rest.split_ascii_whitespace());
+                        Ok(())
+                    }
+                    None => Err(String::from("missing value")),
+                }
+            }
+            "welcomelist_from_rcvd"
+            | "whitelist_from_rcvd"
+            | "def_welcomelist_from_rcvd"
+            | "def_whitelist_from_rcvd" => {
+                let parts: Vec<&str> = words().collect();
+                match parts.as_slice() {
+                    [] => Err(String::from("missing value")),
+                    [addr, relay] => {
+                        let list = if key.starts_with("def_") {
+                            &mut ev.def_welcomelist_from_rcvd
+                        } else {
+                            &mut ev.welcomelist_from_rcvd
+                        };
+                        list.push(RcvdEntry { glob: addr.to_ascii_lowercase(), relay: relay.to_ascii_lowercase() });
+                        Ok(())
+                    }
+                    _ => Err(String::from("invalid value")),
+                }
+            }
+            "unwelcomelist_from_rcvd" | "unwhitelist_from_rcvd" => need_value().map(|()| {
+                for a in words() {
+                    let a = a.to_ascii_lowercase();
+                    ev.welcomelist_from_rcvd.retain(|e| e.glob != a);
+                    ev.def_welcomelist_from_rcvd.retain(|e| e.glob != a);
+                }
+            }),
+            _ => return None,
+        };
+        Some(result)
     }
 
     /// `NAME value` of describe, tflags, replace_*: both required.
@@ -1400,6 +1600,38 @@ impl CondEval<'_> {
 
 /// A rule's regex: `Err` for a text that is not a regex literal (the rule is not
 /// defined, as in SpamAssassin); otherwise the pattern and its translation.
+/// SpamAssassin 4's name for an address-list directive (`whitelist_*` and
+/// `blacklist_*` are aliases of `welcomelist_*` and `blocklist_*`).
+fn addr_list_name(key: &str) -> &str {
+    match key {
+        "whitelist_from" => "welcomelist_from",
+        "blacklist_from" => "blocklist_from",
+        "whitelist_to" => "welcomelist_to",
+        "blacklist_to" => "blocklist_to",
+        "whitelist_allows_relays" => "welcomelist_allows_relays",
+        k => k,
+    }
+}
+
+/// Adds lowercased address globs to the list `name`, creating it.
+fn add_to_addr_list<'a>(lists: &mut Vec<AddrList>, name: &str, addrs: impl Iterator<Item = &'a str>) {
+    let index = match lists.iter().position(|l| l.name == name) {
+        Some(i) => i,
+        None => {
+            lists.push(AddrList { name: name.to_string(), globs: Vec::new() });
+            lists.len() - 1
+        }
+    };
+    if let Some(list) = lists.get_mut(index) {
+        for a in addrs {
+            let a = a.to_ascii_lowercase();
+            if !list.globs.contains(&a) {
+                list.globs.push(a);
+            }
+        }
+    }
+}
+
 fn make_pattern(text: &str) -> Result<Pattern, String> {
     if let Err(e) = perl::split_literal(text) {
         return Err(format!("{e} {}", quote(text)));
@@ -2218,8 +2450,8 @@ add_header spam Flag YES
 remove_header ham Level
 rewrite_header subject [SPAM] (_SCORE_)
 rewrite_header From (spam) x
-welcomelist_from *@example.com
-welcomelist_from *@example.org
+blocklist_uri_host example.com
+blocklist_uri_host example.org
 frobnicate now
 ";
 
@@ -2385,12 +2617,59 @@ frobnicate now
         // Notes: one per ignored directive name, one per unknown line.
         assert!(has_note(&config, "priority: 1 line ignored"));
         assert!(has_note(&config, "test: 1 line ignored"));
-        assert!(has_note(&config, "welcomelist_from: 2 lines ignored"));
+        assert!(has_note(&config, "blocklist_uri_host: 2 lines ignored"));
         let unknown: Vec<&LintNote> =
             config.notes.iter().filter(|n| n.message.starts_with("unknown directive")).collect();
         assert_eq!(unknown.len(), 1);
         assert_eq!(unknown[0].origin, Origin { file: String::from("every.cf"), line: 70 });
         assert_eq!(config.notes.len(), 4, "{:?}", config.notes);
+    }
+
+    #[test]
+    fn eval_settings() {
+        let text = "\
+trusted_networks 10.0.0.0/8 !192.168.1.1
+trusted_networks [2001:db8::]/32
+internal_networks 10.1.
+msa_networks 10.2.3.4
+clear_msa_networks
+originating_ip_headers X-Originating-IP X-SenderIP
+originating_ip_headers x-originating-ip
+envelope_sender_header X-Envelope-Sender
+freemail_domains Yahoo.com mail.*.ru bad_dom@ain
+freemail_whitelist friend@yahoo.com
+util_rb_tld com uk
+util_rb_2tld co.uk
+whitelist_from *@Example.com friend@x.org
+unwelcomelist_from friend@x.org
+blacklist_to spam@x.org
+enlist_addrlist (PAYPAL) *@paypal.com
+def_whitelist_from_rcvd *@bank.com bank.com
+welcomelist_from_rcvd a@b.c
+";
+        let config = parse_str("eval.cf", text).expect("parses");
+        let ev = &config.eval;
+        assert!(ev.trusted_networks.configured && ev.trusted_networks.loopback);
+        assert_eq!(ev.trusted_networks.entries.len(), 3);
+        assert!(ev.trusted_networks.entries.get(1).is_some_and(|r| r.exclude && r.prefix == 128));
+        assert!(ev.internal_networks.configured && ev.internal_networks.entries.first().is_some_and(|r| r.prefix == 112));
+        assert!(!ev.msa_networks.configured && ev.msa_networks.entries.is_empty());
+        assert_eq!(ev.originating_ip_headers, ["X-Originating-IP", "X-SenderIP"]);
+        assert_eq!(ev.envelope_sender_header.as_deref(), Some("X-Envelope-Sender"));
+        assert_eq!(ev.freemail_domains, ["yahoo.com"]);
+        assert_eq!(ev.freemail_domain_globs, ["mail.*.ru"]);
+        assert_eq!(ev.freemail_welcomelist, ["friend@yahoo.com"]);
+        assert_eq!((ev.util_rb_tld.len(), ev.util_rb_2tld.len()), (2, 1));
+        let list = |name: &str| ev.addr_lists.iter().find(|l| l.name == name).map(|l| l.globs.clone());
+        assert_eq!(list("welcomelist_from"), Some(vec![String::from("*@example.com")]));
+        assert_eq!(list("blocklist_to"), Some(vec![String::from("spam@x.org")]));
+        assert_eq!(list("PAYPAL"), Some(vec![String::from("*@paypal.com")]));
+        assert_eq!(ev.def_welcomelist_from_rcvd.len(), 1);
+        assert!(ev.welcomelist_from_rcvd.is_empty());
+        // The bad freemail domain and the one-word welcomelist_from_rcvd are noted.
+        assert!(has_note(&config, "invalid freemail_domains bad_dom@ain"), "{:?}", config.notes);
+        assert!(has_note(&config, "welcomelist_from_rcvd: invalid value"), "{:?}", config.notes);
+        assert_eq!(config.notes.len(), 2, "{:?}", config.notes);
     }
 
     #[test]

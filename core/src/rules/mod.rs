@@ -271,6 +271,87 @@ pub struct Config {
     pub rewrite_headers: Vec<(String, String)>,
     /// Lines not understood or ignored on purpose.
     pub notes: Vec<LintNote>,
+    /// Settings the header eval tests read (networks, address lists, freemail, ...).
+    pub eval: EvalSettings,
+}
+
+/// One entry of a network list such as `trusted_networks`: an address range, or an
+/// exclusion (`!addr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NetRange {
+    /// `!` given: addresses in the range are not in the list.
+    pub exclude: bool,
+    /// The address, IPv4 mapped into IPv6 (`::ffff:a.b.c.d`).
+    pub addr: [u8; 16],
+    /// Prefix length over the 128 bits (IPv4 `/n` is stored as `96 + n`).
+    pub prefix: u8,
+}
+
+/// `trusted_networks`, `internal_networks` or `msa_networks`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NetList {
+    /// Entries in order; the first one that covers an address decides.
+    pub entries: Vec<NetRange>,
+    /// The directive was used (SpamAssassin's `*_configured`).
+    pub configured: bool,
+    /// 127.0.0.0/8 and ::1 are implicitly in the list (trusted and internal networks).
+    pub loopback: bool,
+}
+
+/// A named list of address globs (`welcomelist_from`, `enlist_addrlist (NAME)`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AddrList {
+    /// The list name as SpamAssassin 4 stores it (`welcomelist_from`, `blocklist_to`,
+    /// `PAYPAL`, ...).
+    pub name: String,
+    /// Lowercased file-glob patterns (`*` and `?`).
+    pub globs: Vec<String>,
+}
+
+/// A `welcomelist_from_rcvd`-style entry: an address glob and the relay it must come through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RcvdEntry {
+    /// Lowercased address glob.
+    pub glob: String,
+    /// rDNS domain (or `[ip]`, `[ip/len]`) of the relay.
+    pub relay: String,
+}
+
+/// Settings of the header, relay, address and freemail eval tests.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EvalSettings {
+    /// `trusted_networks`.
+    pub trusted_networks: NetList,
+    /// `internal_networks`.
+    pub internal_networks: NetList,
+    /// `msa_networks`.
+    pub msa_networks: NetList,
+    /// `originating_ip_headers`, in order, no duplicates (case-insensitive).
+    pub originating_ip_headers: Vec<String>,
+    /// `envelope_sender_header`.
+    pub envelope_sender_header: Option<String>,
+    /// `freemail_domains` without wildcards, lowercased.
+    pub freemail_domains: Vec<String>,
+    /// `freemail_domains` with `*` or `?`, lowercased.
+    pub freemail_domain_globs: Vec<String>,
+    /// `freemail_welcomelist` / `freemail_whitelist` addresses and domains, lowercased.
+    pub freemail_welcomelist: Vec<String>,
+    /// `util_rb_tld`, lowercased.
+    pub util_rb_tld: Vec<String>,
+    /// `util_rb_2tld`, lowercased.
+    pub util_rb_2tld: Vec<String>,
+    /// `util_rb_3tld`, lowercased.
+    pub util_rb_3tld: Vec<String>,
+    /// Address lists by name (`welcomelist_from`, `blocklist_from`, `welcomelist_to`,
+    /// `blocklist_to`, `more_spam_to`, `all_spam_to`, `welcomelist_allows_relays`,
+    /// and `enlist_addrlist` names).
+    pub addr_lists: Vec<AddrList>,
+    /// `welcomelist_from_rcvd`.
+    pub welcomelist_from_rcvd: Vec<RcvdEntry>,
+    /// `def_welcomelist_from_rcvd`.
+    pub def_welcomelist_from_rcvd: Vec<RcvdEntry>,
+    /// `ok_locales` (default `all`).
+    pub ok_locales: Option<String>,
 }
 
 pub(crate) mod compile;

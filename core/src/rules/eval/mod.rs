@@ -18,8 +18,12 @@ use crate::msg::Message;
 use crate::rules::{Config, EvalOn};
 
 pub mod body;
+pub mod dates;
+pub mod freemail;
 pub mod header;
+pub mod re;
 pub mod relays;
+pub mod wlbl;
 
 /// Why an `eval:` rule cannot run natively.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +37,14 @@ pub enum EvalError {
         /// What is wrong with them.
         why: String,
     },
+    /// The function cannot give SpamAssassin's answer here: it needs the network, a
+    /// learned database or an external service (such rules do not score in score set 0).
+    Unavailable {
+        /// Function name.
+        function: String,
+        /// What it needs, starting with "network test" for DNS and online services.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for EvalError {
@@ -40,6 +52,7 @@ impl fmt::Display for EvalError {
         match self {
             EvalError::Unknown(name) => write!(f, "eval function {name} not implemented"),
             EvalError::BadArguments { function, why } => write!(f, "eval function {function}: {why}"),
+            EvalError::Unavailable { function, why } => write!(f, "eval function {function} not run: {why}"),
         }
     }
 }
