@@ -71,7 +71,7 @@ fn four_times_more_clients_than_children_are_all_answered() {
     // Slow rules and a long ham make each of its scans hold a child for a while (the
     // connections wait in the listen backlog, so a client cannot slow a child down).
     let rules = rules_dir("clients");
-    slow_rules(&rules, 60);
+    slow_rules(&rules, 300);
     std::fs::write(rules.join("20_gtube.cf"), "body GTUBE /XJS\\*C4JDBQADN1/\nscore GTUBE 1000\n").expect("rules");
     let d = Daemon::start(&["--max-children", "2", "-C", &rules.to_string_lossy()]);
     let port = d.port;

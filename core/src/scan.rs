@@ -395,7 +395,7 @@ fn build_header_target(
 ) -> bool {
     out.clear();
     if let HeaderField::Named(name) = field {
-        if let Some(present) = eval.relays.pseudo_header(name.as_bytes(), out) {
+        if let Some(present) = eval.relays.pseudo_header_in(message, name.as_bytes(), out) {
             return present;
         }
     }

@@ -602,7 +602,9 @@ impl RuleSet {
                 } as u32;
                 let check_index = self.headers.len() as u32;
                 // A rule with an if-unset value may match text that is not in the message.
-                let literals = if h.if_unset.is_some() { None } else { literals };
+                // A pseudo-header's text is not in the header block the prefilter reads.
+                let pseudo = matches!(&h.field, HeaderField::Named(n) if super::eval::relays::is_pseudo_header(n.as_bytes()));
+                let literals = if h.if_unset.is_some() || pseudo { None } else { literals };
                 let literal_ids = literals
                     .map(|lits| lits.into_iter().map(|l| header_table.add(l, check_index)).collect())
                     .unwrap_or_default();
