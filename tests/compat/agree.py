@@ -374,6 +374,24 @@ class Spamd:
         return {"error": last or "spamd: no reply"}
 
 
+def stored_sa_answers(path, files):
+    """SpamAssassin's answers for `files` from an earlier `--json` output of this harness."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError) as err:
+        raise HarnessError(f"--sa-from {path}: {err}") from err
+    by_file = {os.path.abspath(m["file"]): m for m in stored.get("messages", [])}
+    answers = {}
+    for path_ in files:
+        m = by_file.get(os.path.abspath(path_))
+        if m is None:
+            answers[path_] = {"error": f"not in {path}"}
+        else:
+            answers[path_] = {"score": m["sa_score"], "spam": m["sa_spam"], "hits": m["sa_hits"]}
+    return answers
+
+
 def sa_scan(spamd, files, progress):
     """{file: result} from spamd, SA_WORKERS messages at a time."""
     results = {}
@@ -660,6 +678,9 @@ def main(argv=None):
     parser.add_argument("--min-score-within", type=float, default=None, metavar="PCT",
                         help=f"exit 1 if the share (%%) of |score diff| <= {WITHIN} is below")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--sa-from", default=None, metavar="JSON",
+                        help="take SpamAssassin's answers from an earlier --json output of this harness "
+                             "(same files, rules and site config) instead of running spamd again")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like an error, so spamd is stopped in `finally`.
     signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(143))
@@ -670,7 +691,7 @@ def main(argv=None):
         siftd = os.path.normpath(os.path.join(here, "..", "..", "target", "release", "siftd"))
     if not os.access(siftd, os.X_OK):
         raise HarnessError(f"siftd not found or not executable: {siftd} (cargo build --release -p siftd-linux)")
-    if shutil.which("spamd") is None:
+    if args.sa_from is None and shutil.which("spamd") is None:
         raise HarnessError("spamd not found (install spamassassin)")
 
     files = pick_sample(collect_files(args.paths), args.sample, args.seed)
@@ -690,17 +711,20 @@ def main(argv=None):
     sift = sift_scan(siftd, args.rules, args.site, files)
     sift_seconds = time.monotonic() - started
 
-    workdir = tempfile.mkdtemp(prefix="sift-agree-")
-    spamd = Spamd(args.rules, args.site, workdir)
     sa_started = time.monotonic()
-    try:
-        if progress:
-            print("spamd: starting on 127.0.0.1", file=sys.stderr, flush=True)
-        spamd.start()
-        sa = sa_scan(spamd, files, progress)
-    finally:
-        spamd.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    if args.sa_from is not None:
+        sa = stored_sa_answers(args.sa_from, files)
+    else:
+        workdir = tempfile.mkdtemp(prefix="sift-agree-")
+        spamd = Spamd(args.rules, args.site, workdir)
+        try:
+            if progress:
+                print("spamd: starting on 127.0.0.1", file=sys.stderr, flush=True)
+            spamd.start()
+            sa = sa_scan(spamd, files, progress)
+        finally:
+            spamd.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
     sa_seconds = time.monotonic() - sa_started
 
     result = compare(files, sa, sift, defined, disabled, depends)
