@@ -17,12 +17,14 @@ pub fn main(platform: &dyn Platform) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn compile(sources: &RuleSources) -> Result<(Config, RuleSet), i32> {
+/// Loads and compiles the rules; `for_lint` skips building dense DFAs (see [`RuleSet::check`]).
+fn compile(sources: &RuleSources, for_lint: bool) -> Result<(Config, RuleSet), i32> {
     let config = load_config(sources).map_err(|e| {
         eprintln!("siftd: {e}");
         exit::CONFIG
     })?;
-    let rules = RuleSet::compile(&config).map_err(|e| {
+    let built = if for_lint { RuleSet::check(&config) } else { RuleSet::compile(&config) };
+    let rules = built.map_err(|e| {
         eprintln!("siftd: {e}");
         exit::CONFIG
     })?;
@@ -32,7 +34,7 @@ fn compile(sources: &RuleSources) -> Result<(Config, RuleSet), i32> {
 fn run(options: Options, platform: &dyn Platform) -> i32 {
     let sources = options.rule_sources();
     if options.lint {
-        return match compile(&sources) {
+        return match compile(&sources, true) {
             Ok((config, rules)) => {
                 let report = if options.json { lint::json(&config, &rules) } else { lint::text(&config, &rules) };
                 print!("{report}");
@@ -42,7 +44,7 @@ fn run(options: Options, platform: &dyn Platform) -> i32 {
         };
     }
     match &options.command {
-        Some(Command::Scan { files }) => match compile(&sources) {
+        Some(Command::Scan { files }) => match compile(&sources, false) {
             Ok((_, rules)) => {
                 let format = if options.json { scan::Format::Json } else { scan::Format::Text };
                 scan::run(&rules, files, format)

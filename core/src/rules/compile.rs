@@ -316,6 +316,8 @@ pub struct RuleSet {
     pub(crate) evals: Vec<EvalCheck>,
     pub(crate) eval_data: EvalData,
     pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
+    /// Whether patterns small enough get a dense DFA (false: only lazy ones, see [`RuleSet::check`]).
+    dense: bool,
     /// Backtracking programs of the patterns DFAs cannot express exactly.
     pub(crate) programs: Vec<Program>,
     pub(crate) max_literals: usize,
@@ -347,7 +349,7 @@ struct Built {
     literals: Option<Vec<Vec<u8>>>,
 }
 
-fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Built, DisabledReason> {
+fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>, want_dense: bool) -> Result<Built, DisabledReason> {
     let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
     let literals = literal::required(&hir);
     let nfa = thompson::Compiler::new()
@@ -355,19 +357,22 @@ fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<B
         .configure(thompson::Config::new().utf8(false).shrink(false))
         .build_from_hir(&hir)
         .map_err(|e| DisabledReason::Build(e.to_string()))?;
-    let dense = dense::Builder::new()
-        .configure(
-            dense::Config::new()
-                .start_kind(StartKind::Unanchored)
-                .match_kind(MatchKind::LeftmostFirst)
-                .minimize(false)
-                .dfa_size_limit(Some(DENSE_LIMIT))
-                .determinize_size_limit(Some(DENSE_LIMIT)),
-        )
-        .build_from_nfa(&nfa);
-    let matcher = match dense {
-        Ok(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        Err(_) => {
+    let dense = want_dense.then(|| {
+        dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(StartKind::Unanchored)
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .minimize(false)
+                    .dfa_size_limit(Some(DENSE_LIMIT))
+                    .determinize_size_limit(Some(DENSE_LIMIT)),
+            )
+            .build_from_nfa(&nfa)
+            .ok()
+    });
+    let matcher = match dense.flatten() {
+        Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
+        None => {
             let dfa = hybrid::dfa::Builder::new()
                 .configure(
                     hybrid::dfa::Config::new()
@@ -437,7 +442,19 @@ impl LiteralTable {
 impl RuleSet {
     /// Compiles `config` with score set 0 (no network tests, no Bayes), as sift runs.
     pub fn compile(config: &Config) -> Result<RuleSet, CompileError> {
+        RuleSet::build(config, true)
+    }
+
+    /// Compiles `config` as [`RuleSet::compile`] does but determinizes no dense DFA (every
+    /// pattern is left to a lazy DFA): which rules run and why the others do not, in a
+    /// fraction of the time, as `--lint` needs. Scans with it are correct but slower.
+    pub fn check(config: &Config) -> Result<RuleSet, CompileError> {
+        RuleSet::build(config, false)
+    }
+
+    fn build(config: &Config, dense: bool) -> Result<RuleSet, CompileError> {
         let mut set = RuleSet {
+            dense,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rules: Vec::with_capacity(config.rules.len()),
             required: config.required_score,
@@ -645,10 +662,10 @@ impl RuleSet {
     /// lack, a DFA of its relaxed form confirmed by a backtracking program.
     fn build_pattern(&mut self, p: &Pattern) -> Result<Built, DisabledReason> {
         match &p.translated {
-            Ok(t) => build_matcher(t, &mut self.lazy_dfas),
+            Ok(t) => build_matcher(t, &mut self.lazy_dfas, self.dense),
             Err(why) if why.needs_backtracking() => {
                 let bt = perl::backtrack(&p.perl).map_err(DisabledReason::Regex)?;
-                let built = build_matcher(&bt.relaxed, &mut self.lazy_dfas)?;
+                let built = build_matcher(&bt.relaxed, &mut self.lazy_dfas, self.dense)?;
                 let program = self.programs.len() as u32;
                 self.programs.push(bt.program);
                 Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, literals: built.literals })
@@ -658,10 +675,13 @@ impl RuleSet {
     }
 
     fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {
+        let dense = self.dense;
         let counts = self.summary.get_mut(rule_type);
-        if matches!(built.matcher, Matcher::Lazy(_))
-            || matches!(&built.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Lazy(_)))
-        {
+        let lazy = match &built.matcher {
+            Matcher::Backtrack { relaxed, .. } => matches!(**relaxed, Matcher::Lazy(_)),
+            m => matches!(m, Matcher::Lazy(_)),
+        };
+        if dense && lazy {
             counts.lazy += 1;
         }
         if built.literals.is_none() {
@@ -852,4 +872,40 @@ fn meta_steps(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::cf::parse_str;
+    use crate::scan::Scratch;
+
+    /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
+    /// builds dense DFAs.
+    #[test]
+    fn check_and_compile_agree_table() {
+        let rules = "body B /click here/\nbody L /foo(?=bar)/\nbody E eval:check_nothing()\n\
+                     header H Subject =~ /viagra/i\nmeta M B && H\nbody BAD /\\Gx/\n";
+        let config = parse_str("t.cf", rules).expect("parse");
+        let full = RuleSet::compile(&config).expect("compile");
+        let lint = RuleSet::check(&config).expect("check");
+        for t in RuleType::ALL {
+            let (a, b) = (full.summary().get(t), lint.summary().get(t));
+            assert_eq!((a.defined, a.compiled, a.disabled, a.unfiltered), (b.defined, b.compiled, b.disabled, b.unfiltered), "{t}");
+        }
+        let names = |s: &RuleSet| s.disabled().iter().map(|d| d.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&full), names(&lint));
+        assert!(full.rules.iter().zip(&lint.rules).all(|(a, b)| a.name == b.name));
+        assert!(full.automata_bytes() > lint.automata_bytes() || lint.lazy_dfas.len() > full.lazy_dfas.len());
+        let message = b"Subject: cheap viagra\r\n\r\nclick here, foobar\r\n";
+        let cases: &[&RuleSet] = &[&full, &lint];
+        let mut verdicts = Vec::new();
+        for set in cases {
+            let mut scratch = Scratch::new(set);
+            let v = set.scan(message, &mut scratch);
+            verdicts.push(v.hits().map(|h| String::from(h.name)).collect::<Vec<_>>());
+        }
+        assert_eq!(verdicts[0], ["B", "H", "L", "M"]);
+        assert_eq!(verdicts[0], verdicts[1]);
+    }
 }
