@@ -687,12 +687,12 @@ fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         }
         let start = line_start(text, first as usize);
         let end = line_end(text, last as usize);
-        let n = match_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
+        let n = count_in_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
     }
     for &p in &program.unfiltered {
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        let n = match_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
+        let n = count_in_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
     }
 }
@@ -720,6 +720,24 @@ fn line_end(text: &[u8], pos: usize) -> usize {
         Some(rest) => memchr::memchr(b'\n', rest).map_or(text.len(), |i| pos + i),
         None => text.len(),
     }
+}
+
+/// Matches of a line-target `matcher` in the `\n`-separated lines of `text`, at most
+/// `max` in all. Its automaton never matches across a line break, so one search tells
+/// whether any line matches; counting (empty matches at line starts) and backtracking
+/// programs, which would match across lines, go line by line when it does.
+fn count_in_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+    let screen = match matcher {
+        Matcher::Backtrack { relaxed, .. } => relaxed,
+        m => m,
+    };
+    if max == 0 || count_matches(screen, text, 1, engines) == 0 {
+        return 0;
+    }
+    if max == 1 && core::ptr::eq(screen, matcher) {
+        return 1;
+    }
+    match_lines(matcher, text, max, engines)
 }
 
 /// Matches of `matcher` in each `\n`-separated line of `text`, at most `max` in all.
@@ -836,6 +854,33 @@ mod tests {
         ];
         for (rules, want) in cases {
             let (got, _) = hits(rules, MSG);
+            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
+            assert_eq!(got, want, "rules: {rules}");
+        }
+    }
+
+    #[test]
+    fn line_targets_match_line_by_line_table() {
+        // One search covers all lines of a target, yet nothing may match across a line.
+        let message = "Subject: lines\r\n\r\nfoo\r\nbaz\r\n\r\nboo bar\r\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("rawbody R /foo\\s+baz/", &[]),
+            ("rawbody R /(?s)foo.baz/", &[]),
+            ("rawbody R /foo\\nbaz/", &[]),
+            ("rawbody R /foo[^x]baz/", &[]),
+            ("rawbody R /^baz/", &["R"]),
+            ("rawbody R /^baz$/", &["R"]),
+            ("rawbody R /foo$/", &["R"]),
+            ("rawbody R /\\Abaz/", &["R"]),
+            ("body B /^foo baz$/", &["B"]),
+            ("body B /baz\\W+boo/", &[]),
+            ("rawbody R /foo(?=\\s+baz)/", &[]),
+            ("rawbody R /boo(?= bar)/", &["R"]),
+            ("rawbody __R /o/\ntflags __R multiple\nmeta M __R == 4", &["M"]),
+            ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
+        ];
+        for (rules, want) in cases {
+            let (got, _) = hits(rules, message);
             let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
             assert_eq!(got, want, "rules: {rules}");
         }

@@ -11,6 +11,9 @@ use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{hybrid, MatchKind};
+use regex_syntax::hir::{
+    Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
+};
 
 use super::backtrack::Program;
 use super::eval::{EvalData, EvalError, EvalTest};
@@ -25,6 +28,11 @@ const DENSE_LIMIT: usize = 192 * 1024;
 /// Most memory the cache of one lazy DFA may take, per scratch (filled only as states are
 /// met); large enough that real mail does not clear it, so warm scans allocate nothing.
 const LAZY_CACHE: usize = 1024 * 1024;
+/// NFA states above which a lazy DFA's states are so many that [`LAZY_CACHE`] would be
+/// cleared and refilled over and over on ordinary mail.
+const BIG_NFA: usize = 1000;
+/// Cache limit for those lazy DFAs.
+const BIG_LAZY_CACHE: usize = 8 * 1024 * 1024;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -333,7 +341,7 @@ fn syntax_config() -> syntax::Config {
     syntax::Config::new().unicode(false).utf8(false)
 }
 
-fn parse_hir(translated: &str) -> Result<regex_syntax::hir::Hir, String> {
+fn parse_hir(translated: &str) -> Result<Hir, String> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
@@ -349,44 +357,98 @@ struct Built {
     literals: Option<Vec<Vec<u8>>>,
 }
 
-fn build_matcher(translated: &str, lazy: &mut Vec<hybrid::dfa::DFA>, want_dense: bool) -> Result<Built, DisabledReason> {
+/// How the text a pattern runs on is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Span {
+    /// One string: a header, a MIME header, the whole message.
+    Whole,
+    /// `\n`-separated lines (body, rawbody, uri), each matched on its own.
+    Lines,
+}
+
+fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>, want_dense: bool) -> Result<Built, DisabledReason> {
     let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
     let literals = literal::required(&hir);
-    let nfa = thompson::Compiler::new()
-        .syntax(syntax_config())
-        .configure(thompson::Config::new().utf8(false).shrink(false))
-        .build_from_hir(&hir)
-        .map_err(|e| DisabledReason::Build(e.to_string()))?;
-    let dense = want_dense.then(|| {
-        dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .start_kind(StartKind::Unanchored)
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .minimize(false)
-                    .dfa_size_limit(Some(DENSE_LIMIT))
-                    .determinize_size_limit(Some(DENSE_LIMIT)),
-            )
-            .build_from_nfa(&nfa)
-            .ok()
-    });
-    let matcher = match dense.flatten() {
+    let nfa = match span {
+        Span::Whole => build_nfa(&hir)?,
+        Span::Lines => build_nfa(&line_local(&hir, 0))?,
+    };
+    let matcher = match want_dense.then(|| build_dense(&nfa)).flatten() {
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        None => {
-            let dfa = hybrid::dfa::Builder::new()
-                .configure(
-                    hybrid::dfa::Config::new()
-                        .match_kind(MatchKind::LeftmostFirst)
-                        .cache_capacity(LAZY_CACHE)
-                        .skip_cache_capacity_check(true),
-                )
-                .build_from_nfa(nfa)
-                .map_err(|e| DisabledReason::Build(e.to_string()))?;
-            lazy.push(dfa);
-            Matcher::Lazy(lazy.len() - 1)
-        }
+        None => Matcher::Lazy(build_lazy(nfa, lazy)?),
     };
     Ok(Built { matcher, literals })
+}
+
+fn build_nfa(hir: &Hir) -> Result<thompson::NFA, DisabledReason> {
+    thompson::Compiler::new()
+        .syntax(syntax_config())
+        .configure(thompson::Config::new().utf8(false).shrink(false))
+        .build_from_hir(hir)
+        .map_err(|e| DisabledReason::Build(e.to_string()))
+}
+
+/// `hir` made to match, in a text of many lines, exactly what it matches in each line
+/// alone: no match crosses a `\n` (classes and literals lose it) and `^`/`$` become
+/// line anchors. One search then covers every line of a text instead of one call a line.
+fn line_local(hir: &Hir, depth: usize) -> Hir {
+    if depth > META_DEPTH * 4 {
+        return Hir::fail();
+    }
+    let newline = ClassBytes::new([ClassBytesRange::new(b'\n', b'\n')]);
+    match hir.kind() {
+        HirKind::Literal(lit) if lit.0.contains(&b'\n') => Hir::fail(),
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut c = c.clone();
+            c.difference(&newline);
+            Hir::class(Class::Bytes(c))
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut c = c.clone();
+            c.difference(&ClassUnicode::new([ClassUnicodeRange::new('\n', '\n')]));
+            Hir::class(Class::Unicode(c))
+        }
+        HirKind::Look(Look::Start) => Hir::look(Look::StartLF),
+        HirKind::Look(Look::End) => Hir::look(Look::EndLF),
+        HirKind::Repetition(rep) => {
+            Hir::repetition(Repetition { sub: alloc::boxed::Box::new(line_local(&rep.sub, depth + 1)), ..rep.clone() })
+        }
+        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(line_local(&c.sub, depth + 1)), ..c.clone() }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| line_local(h, depth + 1)).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(|h| line_local(h, depth + 1)).collect()),
+        _ => hir.clone(),
+    }
+}
+
+/// A dense DFA, or `None` when it would exceed [`DENSE_LIMIT`].
+fn build_dense(nfa: &thompson::NFA) -> Option<dense::DFA<Vec<u32>>> {
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .start_kind(StartKind::Unanchored)
+                .match_kind(MatchKind::LeftmostFirst)
+                .minimize(false)
+                .dfa_size_limit(Some(DENSE_LIMIT))
+                .determinize_size_limit(Some(DENSE_LIMIT)),
+        )
+        .build_from_nfa(nfa)
+        .ok()
+}
+
+/// Adds a lazy DFA to `lazy` and returns its index.
+fn build_lazy(nfa: thompson::NFA, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
+    let capacity = if nfa.states().len() > BIG_NFA { BIG_LAZY_CACHE } else { LAZY_CACHE };
+    let dfa = hybrid::dfa::Builder::new()
+        .configure(
+            hybrid::dfa::Config::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .cache_capacity(capacity)
+                .skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa)
+        .map_err(|e| DisabledReason::Build(e.to_string()))?;
+    lazy.push(dfa);
+    Ok(lazy.len() - 1)
 }
 
 /// SpamAssassin's default when a rule has no `score` line.
@@ -562,8 +624,9 @@ impl RuleSet {
         };
         match &def.kind {
             RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
-                let built = self.build_pattern(p)?;
                 let which = target_program(&def.kind).unwrap_or(0);
+                let span = if which == 2 { Span::Whole } else { Span::Lines };
+                let built = self.build_pattern(p, span)?;
                 let rule_type = RuleType::of(&def.kind);
                 self.note_matcher(rule_type, &built);
                 if !active {
@@ -595,12 +658,12 @@ impl RuleSet {
                 let (test, literals) = match &h.test {
                     HeaderTest::Exists => (HeaderCheckTest::Exists, None),
                     HeaderTest::Matches(p) => {
-                        let built = self.build_pattern(p)?;
+                        let built = self.build_pattern(p, Span::Whole)?;
                         self.note_matcher(RuleType::Header, &built);
                         (HeaderCheckTest::Matches(built.matcher), built.literals)
                     }
                     HeaderTest::NotMatches(p) => {
-                        let built = self.build_pattern(p)?;
+                        let built = self.build_pattern(p, Span::Whole)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
                         (HeaderCheckTest::NotMatches(built.matcher), None)
@@ -635,7 +698,7 @@ impl RuleSet {
                 Ok(())
             }
             RuleKind::MimeHeader { name, raw, pattern } => {
-                let built = self.build_pattern(pattern)?;
+                let built = self.build_pattern(pattern, Span::Whole)?;
                 self.note_matcher(RuleType::MimeHeader, &built);
                 if active {
                     self.mimeheaders.push(MimeHeaderCheck {
@@ -660,12 +723,12 @@ impl RuleSet {
 
     /// Builds a rule's pattern: a DFA from its translation, or, for Perl features DFAs
     /// lack, a DFA of its relaxed form confirmed by a backtracking program.
-    fn build_pattern(&mut self, p: &Pattern) -> Result<Built, DisabledReason> {
+    fn build_pattern(&mut self, p: &Pattern, span: Span) -> Result<Built, DisabledReason> {
         match &p.translated {
-            Ok(t) => build_matcher(t, &mut self.lazy_dfas, self.dense),
+            Ok(t) => build_matcher(t, span, &mut self.lazy_dfas, self.dense),
             Err(why) if why.needs_backtracking() => {
                 let bt = perl::backtrack(&p.perl).map_err(DisabledReason::Regex)?;
-                let built = build_matcher(&bt.relaxed, &mut self.lazy_dfas, self.dense)?;
+                let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, self.dense)?;
                 let program = self.programs.len() as u32;
                 self.programs.push(bt.program);
                 Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, literals: built.literals })

@@ -23,13 +23,26 @@ enum Info {
     Exact(Set),
     /// Every match contains one of these (lowercased); `None`: nothing known.
     Inexact(Option<Set>),
+    /// Every match starts with one of `head` and ends with one of `tail`: `ab+`.
+    Around { head: Set, tail: Set },
+}
+
+impl Info {
+    /// What is known when only containment counts.
+    fn inexact(self) -> Info {
+        match self {
+            Info::Around { head, tail } => Info::Inexact(better(as_required(&head), as_required(&tail))),
+            other => other,
+        }
+    }
 }
 
 /// The required literals of `hir`, lowercased, or `None` when no useful set exists.
 pub(crate) fn required(hir: &Hir) -> Option<Set> {
-    let set = match walk(hir, 0) {
+    let set = match walk(hir, 0).inexact() {
         Info::Exact(s) => s,
         Info::Inexact(s) => s?,
+        Info::Around { .. } => return None,
     };
     (quality(&set) >= MIN_USEFUL).then_some(set)
 }
@@ -69,6 +82,35 @@ fn dedup(mut set: Set) -> Set {
 /// The exact set as a required set: useless when it holds the empty string.
 fn as_required(set: &Set) -> Option<Set> {
     (!set.is_empty() && quality(set) > 0).then(|| set.clone())
+}
+
+/// A required set cut down to at most `MAX_SET` members: members that contain another
+/// member are dropped (the shorter one occurs wherever they do), then all are cut to the
+/// longest common length that leaves few enough distinct prefixes.
+fn shrink(set: Set) -> Option<Set> {
+    let mut set = dedup(set);
+    if set.len() <= MAX_SET {
+        return Some(set);
+    }
+    set.sort_unstable_by_key(Vec::len);
+    let mut kept: Set = Vec::new();
+    for lit in set {
+        if !kept.iter().any(|k| contains(&lit, k)) {
+            kept.push(lit);
+        }
+    }
+    let longest = kept.iter().map(Vec::len).max().unwrap_or(0);
+    for len in (MIN_USEFUL..=longest).rev() {
+        let cut = dedup(kept.iter().map(|l| l.get(..len).unwrap_or(l).to_vec()).collect());
+        if cut.len() <= MAX_SET {
+            return Some(cut);
+        }
+    }
+    None
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn cross(a: &Set, b: &Set) -> Option<Set> {
@@ -164,14 +206,16 @@ fn walk(hir: &Hir, depth: usize) -> Info {
                             }
                         }
                     }
-                    if rep.min >= 1 {
-                        Info::Inexact(as_required(&s))
-                    } else {
-                        Info::Inexact(None)
+                    match (rep.min >= 1, as_required(&s)) {
+                        (true, Some(s)) => {
+                            let head = (1..rep.min.min(3)).try_fold(s.clone(), |acc, _| cross(&acc, &s));
+                            Info::Around { head: head.unwrap_or_else(|| s.clone()), tail: s }
+                        }
+                        _ => Info::Inexact(None),
                     }
                 }
-                Info::Inexact(req) if rep.min >= 1 => Info::Inexact(req),
-                Info::Inexact(_) => Info::Inexact(None),
+                other if rep.min >= 1 => other.inexact(),
+                _ => Info::Inexact(None),
             }
         }
         HirKind::Concat(subs) => {
@@ -201,6 +245,13 @@ fn walk(hir: &Hir, depth: usize) -> Info {
                         best = better(best, req);
                         acc = Some(alloc::vec![Vec::new()]);
                     }
+                    Info::Around { head, tail } => {
+                        exact = false;
+                        let joined = acc.take().map(|a| cross(&a, &head).map_or(a, |j| j));
+                        best = better(best, joined.as_ref().and_then(as_required));
+                        best = better(best, as_required(&head));
+                        acc = Some(tail);
+                    }
                 }
             }
             match acc {
@@ -214,7 +265,7 @@ fn walk(hir: &Hir, depth: usize) -> Info {
             let mut all_exact = true;
             let mut required: Option<Set> = Some(Vec::new());
             for sub in subs {
-                match walk(sub, depth + 1) {
+                match walk(sub, depth + 1).inexact() {
                     Info::Exact(s) => {
                         if let Some(r) = required.as_mut() {
                             match as_required(&s) {
@@ -231,12 +282,13 @@ fn walk(hir: &Hir, depth: usize) -> Info {
                             _ => required = None,
                         }
                     }
+                    Info::Around { .. } => required = None,
                 }
             }
             if all_exact && exact.len() <= MAX_SET {
                 return Info::Exact(dedup(exact));
             }
-            Info::Inexact(required.map(dedup).filter(|r| r.len() <= MAX_SET))
+            Info::Inexact(required.and_then(shrink))
         }
     }
 }
@@ -273,6 +325,27 @@ mod tests {
             ("[Vv]iagra", Some(&["viagra"])),
             ("x{3}yz", Some(&["xxxyz"])),
             ("(?:unsubscribe|remove me)+", Some(&["remove me", "unsubscribe"])),
+            // A repetition's first and last copies join the literals around it.
+            ("ad+res+", Some(&["dres"])),
+            (r"xyz+abc\d", Some(&["zabc"])),
+            ("(?:cheap )+meds", Some(&["cheap meds"])),
+        ];
+        for (pattern, want) in cases {
+            let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
+            assert_eq!(lits(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn wide_alternations_shrink_table() {
+        let words = |f: &dyn Fn(usize) -> String| (0..30).map(f).collect::<alloc::vec::Vec<_>>().join("|");
+        let cases: &[(String, Option<&[&str]>)] = &[
+            // 30 words: cut to the longest prefix length leaving at most MAX_SET literals.
+            (alloc::format!("(?:{})", words(&|i| alloc::format!("word{i:02}"))), Some(&["word0", "word1", "word2"])),
+            // A literal holding another is dropped first.
+            (alloc::format!("(?:abc|{})", words(&|i| alloc::format!("x{i}abc"))), Some(&["abc"])),
+            // Too many distinct prefixes even at the shortest useful length.
+            (alloc::format!("(?:{})", words(&|i| alloc::format!("{}{}zz", (b'a' + i as u8 % 26) as char, i))), None),
         ];
         for (pattern, want) in cases {
             let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
