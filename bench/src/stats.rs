@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use siftd_common::json;
+
 /// Errors of one kind: how many, and the first one's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCount {
@@ -143,24 +145,10 @@ impl Summary {
     }
 }
 
-/// A JSON string literal.
+/// A JSON string literal, escaped as siftd's `--json` output escapes it.
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    json::push_str(&mut out, s);
     out
 }
 

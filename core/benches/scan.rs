@@ -2,25 +2,21 @@
 //! Run: `cargo bench -p sift-core --bench scan` (SIFT_BENCH_PASSES sets the timed passes).
 
 use std::fs;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use sift_core::msg::{Limits, Message, MessageBuffers};
 use sift_core::rules::{cf, RuleSet, DEFAULT_RULES};
 use sift_core::scan::Scratch;
 
+#[path = "support/corpus.rs"]
+mod corpus;
+
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
-    let Ok(groups) = fs::read_dir(&root) else {
+    let root = corpus::root();
+    let Some(paths) = corpus::message_paths(&root) else {
         println!("SKIP: corpus not found at {}", root.display());
         return;
     };
-    let mut paths: Vec<PathBuf> = groups
-        .filter_map(|g| g.ok())
-        .filter(|g| g.path().is_dir())
-        .flat_map(|g| fs::read_dir(g.path()).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
-        .collect();
-    paths.sort();
     let messages: Vec<Vec<u8>> = paths.iter().filter_map(|p| fs::read(p).ok()).collect();
     let raw_bytes: usize = messages.iter().map(Vec::len).sum();
 

@@ -4,7 +4,6 @@
 //! `compile_regexp`) finds, while the relaxed DFA matches at least wherever Perl does.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use regex_automata::dfa::{dense, StartKind};
@@ -14,55 +13,15 @@ use regex_automata::{hybrid, Input, MatchKind};
 use sift_core::rules::backtrack::{
     Backtrack, BacktrackScratch, Undecided, DEFAULT_STEPS_PER_BYTE, DEFAULT_STEP_BUDGET,
 };
-use sift_core::rules::cf::{Includer, Parser};
 use sift_core::rules::{perl, Config, HeaderTest, Pattern, RuleKind};
 
-const SITE_DIR: &str = "/etc/spamassassin";
-const RULES_DIR: &str = "/usr/share/spamassassin";
-const CORPUS: &str = "../../shared/corpus/spamassassin-public";
+mod support;
+use support::{corpus_folder, public_corpus, stock_config, RULES_DIR};
+
 /// As compile.rs: a dense DFA up to this size, a lazy one beyond.
 const DENSE_LIMIT: usize = 192 * 1024;
 /// Most `/g` matches compared per text.
 const MAX_COUNT: u32 = 20;
-
-struct FsIncluder;
-
-impl Includer for FsIncluder {
-    fn read(&mut self, from: &str, path: &str) -> Result<Vec<u8>, String> {
-        let dir = Path::new(from).parent().unwrap_or(Path::new("."));
-        std::fs::read(dir.join(path)).map_err(|e| format!("{path}: {e}"))
-    }
-}
-
-fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    out
-}
-
-/// The stock rules as SpamAssassin loads them, or `None` when not installed.
-fn stock_config() -> Option<Config> {
-    if !Path::new(RULES_DIR).is_dir() {
-        return None;
-    }
-    let mut order = files(SITE_DIR, "pre");
-    order.extend(files(RULES_DIR, "cf"));
-    order.extend(files(SITE_DIR, "cf"));
-    let mut parser = Parser::new();
-    for path in &order {
-        let text = std::fs::read(path).expect("readable rule file");
-        parser.parse_file(&path.to_string_lossy(), &text, &mut FsIncluder).expect("stock rules parse");
-    }
-    Some(parser.finish())
-}
 
 fn pattern(kind: &RuleKind) -> Option<(&'static str, &Pattern)> {
     match kind {
@@ -276,11 +235,7 @@ fn sample_texts(per_dir: usize) -> Vec<(Kind, Vec<u8>)> {
         }
     };
     for dir in ["spam", "easy_ham", "spam_2", "hard_ham", "easy_ham_2"] {
-        let mut entries: Vec<PathBuf> = match std::fs::read_dir(format!("{CORPUS}/{dir}")) {
-            Ok(e) => e.filter_map(Result::ok).map(|e| e.path()).collect(),
-            Err(_) => continue,
-        };
-        entries.sort();
+        let Some(entries) = corpus_folder(dir) else { continue };
         for file in entries.iter().take(per_dir) {
             let Ok(data) = std::fs::read(file) else { continue };
             let data: Vec<u8> = data.into_iter().filter(|&b| b != b'\r').collect();
@@ -318,7 +273,7 @@ fn stock_backtracking_rules_match_like_perl() {
     };
     let texts = sample_texts(40);
     if texts.is_empty() {
-        println!("corpus {CORPUS} absent: skipped");
+        println!("corpus {} absent: skipped", public_corpus().display());
         return;
     }
     let (rules, _) = needing(&config);

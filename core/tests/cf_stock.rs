@@ -3,40 +3,11 @@
 //! patterns translate, per rule type, and why the others do not.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
-use sift_core::rules::cf::{Includer, Parser};
 use sift_core::rules::{EvalOn, HeaderTest, Pattern, RuleKind};
 
-/// Site config dir: `*.pre` read first, `*.cf` last.
-const SITE_DIR: &str = "/etc/spamassassin";
-/// Default rules dir: `*.cf`.
-const RULES_DIR: &str = "/usr/share/spamassassin";
-
-/// Reads includes relative to the including file.
-struct FsIncluder;
-
-impl Includer for FsIncluder {
-    fn read(&mut self, from: &str, path: &str) -> Result<Vec<u8>, String> {
-        let dir = Path::new(from).parent().unwrap_or(Path::new("."));
-        std::fs::read(dir.join(path)).map_err(|e| format!("{path}: {e}"))
-    }
-}
-
-/// Files of `dir` ending in `.ext`, in SpamAssassin's order (byte order of names).
-fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    out
-}
+mod support;
+use support::{corpus_folder, stock_config, RULES_DIR};
 
 /// Counts per rule type as SpamAssassin 4.0.1 reports them for this install
 /// (`perl` with Mail::SpamAssassin: `test_types` after init, mimeheader evals
@@ -86,20 +57,10 @@ fn pattern(kind: &RuleKind) -> Option<&Pattern> {
 
 #[test]
 fn stock_rules_load_like_spamassassin() {
-    if !Path::new(RULES_DIR).is_dir() {
+    let Some(config) = stock_config() else {
         println!("{RULES_DIR} absent: stock rules test skipped");
         return;
-    }
-    let mut order = files(SITE_DIR, "pre");
-    order.extend(files(RULES_DIR, "cf"));
-    order.extend(files(SITE_DIR, "cf"));
-    let mut parser = Parser::new();
-    for path in &order {
-        let text = std::fs::read(path).expect("readable rule file");
-        let name = path.to_string_lossy();
-        parser.parse_file(&name, &text, &mut FsIncluder).expect("stock rules parse");
-    }
-    let config = parser.finish();
+    };
 
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     // type -> (patterns, translated, reason -> count)
@@ -183,12 +144,7 @@ fn sample_texts(limit: usize) -> Vec<Vec<u8>> {
     let mut texts = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for dir in ["spam", "easy_ham", "spam_2", "hard_ham"] {
-        let path = format!("../../shared/corpus/spamassassin-public/{dir}");
-        let mut entries: Vec<PathBuf> = match std::fs::read_dir(&path) {
-            Ok(e) => e.filter_map(Result::ok).map(|e| e.path()).collect(),
-            Err(_) => continue,
-        };
-        entries.sort();
+        let Some(entries) = corpus_folder(dir) else { continue };
         for file in entries.iter().take(60) {
             let Ok(data) = std::fs::read(file) else { continue };
             let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l)).collect();
@@ -222,19 +178,10 @@ fn translations_match_like_perl() {
     use regex_automata::util::syntax;
     use regex_automata::Input;
 
-    if !Path::new(RULES_DIR).is_dir() {
+    let Some(config) = stock_config() else {
         println!("{RULES_DIR} absent: skipped");
         return;
-    }
-    let mut order = files(SITE_DIR, "pre");
-    order.extend(files(RULES_DIR, "cf"));
-    order.extend(files(SITE_DIR, "cf"));
-    let mut parser = Parser::new();
-    for path in &order {
-        let text = std::fs::read(path).expect("readable rule file");
-        parser.parse_file(&path.to_string_lossy(), &text, &mut FsIncluder).expect("stock rules parse");
-    }
-    let config = parser.finish();
+    };
     let patterns: Vec<(&str, &Pattern)> = config
         .rules
         .iter()

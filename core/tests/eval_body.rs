@@ -2,11 +2,11 @@
 //! hits SpamAssassin 4.0.1 gave (its verdicts are the expected values), and a proof
 //! that a warm scan with these tests allocates nothing.
 
-use std::fs;
-use std::path::PathBuf;
-
 use sift_core::rules::{cf, RuleSet};
 use sift_core::scan::Scratch;
+
+mod support;
+use support::corpus_messages;
 
 /// One rule per eval function (several per function where arguments matter).
 const RULES: &str = "\
@@ -171,22 +171,6 @@ fn crafted_messages_hit_as_in_spamassassin() {
     for (name, message, want) in CASES.iter().rev() {
         assert_eq!(hits(&rules, &mut scratch, message), *want, "{name} (second pass)");
     }
-}
-
-fn corpus_messages(limit: usize) -> Option<Vec<Vec<u8>>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
-    if !root.is_dir() {
-        return None;
-    }
-    let mut out = Vec::new();
-    for group in ["spam", "easy_ham", "hard_ham", "spam_2", "easy_ham_2"] {
-        let mut files: Vec<PathBuf> = fs::read_dir(root.join(group)).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        for f in files.into_iter().take(limit / 5) {
-            out.push(fs::read(f).ok()?);
-        }
-    }
-    Some(out)
 }
 
 #[test]

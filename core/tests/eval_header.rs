@@ -8,17 +8,17 @@
 //! `SIFT_SA_RELAYS=FILE` reuses (or, when absent, writes) SpamAssassin's answers.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sift_core::msg::{Limits, Message, MessageBuffers};
-use sift_core::rules::cf::{Includer, Parser};
 use sift_core::rules::eval::header::HeaderData;
 use sift_core::rules::eval::relays::Relays;
 use sift_core::rules::eval::{EvalContext, EvalData, EvalScratch, EvalTest};
-use sift_core::rules::{Config, RuleKind};
+use sift_core::rules::RuleKind;
 
-const SITE_DIR: &str = "/etc/spamassassin";
-const RULES_DIR: &str = "/usr/share/spamassassin";
+mod support;
+use support::{files, public_corpus, stock_config, RULES_DIR, SITE_DIR};
+
 /// EnvelopeFrom values that differ because of the `:addr` parser, not the relays.
 const KNOWN_ADDRESS_DIFFERENCES: usize = 2;
 const NAMES: [&str; 5] = [
@@ -56,47 +56,8 @@ while (my $file = <STDIN>) {
 }
 "#;
 
-struct FsIncluder;
-
-impl Includer for FsIncluder {
-    fn read(&mut self, from: &str, path: &str) -> Result<Vec<u8>, String> {
-        let dir = Path::new(from).parent().unwrap_or(Path::new("."));
-        std::fs::read(dir.join(path)).map_err(|e| format!("{path}: {e}"))
-    }
-}
-
-fn files(dir: &Path, ext: Option<&str>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && ext.is_none_or(|x| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(x))))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
-
-fn stock_config() -> Config {
-    let mut order = files(Path::new(SITE_DIR), Some("pre"));
-    order.extend(files(Path::new(RULES_DIR), Some("cf")));
-    order.extend(files(Path::new(SITE_DIR), Some("cf")));
-    let mut parser = Parser::new();
-    for path in &order {
-        let text = std::fs::read(path).expect("readable rule file");
-        parser.parse_file(&path.to_string_lossy(), &text, &mut FsIncluder).expect("stock rules parse");
-    }
-    parser.finish()
-}
-
-fn stock_data() -> HeaderData {
-    HeaderData::new(&stock_config())
-}
-
 fn corpus_files() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
+    let root = public_corpus();
     let mut out = Vec::new();
     for dir in ["easy_ham", "easy_ham_2", "hard_ham", "spam", "spam_2"] {
         out.extend(
@@ -153,15 +114,15 @@ fn spamassassin_answers(files: &[PathBuf]) -> Option<BTreeMap<String, Vec<Option
 #[ignore = "slow; needs perl, Mail::SpamAssassin and ../shared/corpus"]
 fn relays_match_spamassassin() {
     let files = corpus_files();
-    if files.is_empty() || !Path::new(RULES_DIR).is_dir() {
+    let Some(config) = stock_config().filter(|_| !files.is_empty()) else {
         println!("corpus or stock rules absent: skipped");
         return;
-    }
+    };
     let Some(answers) = spamassassin_answers(&files) else {
         println!("perl with Mail::SpamAssassin unavailable: skipped");
         return;
     };
-    let data = stock_data();
+    let data = HeaderData::new(&config);
     let mut bufs = MessageBuffers::new(Limits::default());
     let mut relays = Relays::default();
     let mut out = Vec::new();
@@ -204,11 +165,10 @@ fn relays_match_spamassassin() {
 #[test]
 fn warm_header_evals_allocate_nothing() {
     let files = corpus_files();
-    if files.is_empty() || !Path::new(RULES_DIR).is_dir() {
+    let Some(config) = stock_config().filter(|_| !files.is_empty()) else {
         println!("corpus or stock rules absent: skipped");
         return;
-    }
-    let config = stock_config();
+    };
     let data = EvalData::new(&config);
     let tests: Vec<EvalTest> = config
         .rules

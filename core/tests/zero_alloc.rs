@@ -1,26 +1,10 @@
 //! A warm scan allocates nothing: proven with a counting global allocator over real mail.
 
-use std::fs;
-use std::path::PathBuf;
-
 use sift_core::rules::{cf, RuleSet, DEFAULT_RULES};
 use sift_core::scan::Scratch;
 
-fn corpus_messages(limit: usize) -> Option<Vec<Vec<u8>>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
-    if !root.is_dir() {
-        return None;
-    }
-    let mut out = Vec::new();
-    for group in ["spam", "easy_ham", "hard_ham", "spam_2", "easy_ham_2"] {
-        let mut files: Vec<PathBuf> = fs::read_dir(root.join(group)).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        files.sort();
-        for f in files.into_iter().take(limit / 5) {
-            out.push(fs::read(f).ok()?);
-        }
-    }
-    Some(out)
-}
+mod support;
+use support::corpus_messages;
 
 #[test]
 fn warm_scans_allocate_nothing() {

@@ -12,9 +12,12 @@ use sift_core::scan::Scratch;
 use siftd_common::load::{load_config, RuleSources};
 use siftd_common::sys::thread_cpu_time;
 
+#[path = "../../core/benches/support/corpus.rs"]
+mod corpus;
+
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public");
-    let Ok(groups) = fs::read_dir(&root) else {
+    let root = corpus::root();
+    let Some(paths) = corpus::message_paths(&root) else {
         println!("SKIP: corpus not found at {}", root.display());
         return;
     };
@@ -24,12 +27,6 @@ fn main() {
         println!("SKIP: stock rules not found at {} (apt-get install spamassassin)", rules_dir.display());
         return;
     }
-    let mut paths: Vec<PathBuf> = groups
-        .filter_map(|g| g.ok())
-        .filter(|g| g.path().is_dir())
-        .flat_map(|g| fs::read_dir(g.path()).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())))
-        .collect();
-    paths.sort();
     // SIFT_BENCH_EVERY=k keeps every k-th message, for quick comparisons.
     let every: usize = std::env::var("SIFT_BENCH_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
     let messages: Vec<Vec<u8>> = paths.iter().step_by(every).filter_map(|p| fs::read(p).ok()).collect();

@@ -1348,7 +1348,7 @@ impl Parser {
 
     /// Evaluates an `if` expression.
     fn eval_condition(&self, expr: &str) -> Result<bool, String> {
-        let tokens = condition_tokens(expr)?;
+        let tokens = tokenize(expr, Grammar::Condition)?;
         let mut eval = CondEval { parser: self, tokens, pos: 0, depth: 0 };
         let v = eval.or()?;
         if eval.pos != eval.tokens.len() {
@@ -1412,57 +1412,18 @@ impl Parser {
 /// Evaluator of `if` expressions.
 struct CondEval<'p> {
     parser: &'p Parser,
-    tokens: Vec<CondToken>,
+    tokens: Vec<Token>,
     pos: usize,
     depth: usize,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum CondToken {
-    Num(f64),
-    Word(String),
-    Op(&'static str),
-}
-
-fn condition_tokens(expr: &str) -> Result<Vec<CondToken>, String> {
-    let b = expr.as_bytes();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if is_space(c) {
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_digit() || c == b'.' {
-            let len = b.get(i..).unwrap_or(&[]).iter().take_while(|d| d.is_ascii_digit() || **d == b'.').count();
-            let text = expr.get(i..i + len).unwrap_or("");
-            tokens.push(CondToken::Num(text.parse::<f64>().map_err(|_| format!("bad number {}", quote(text)))?));
-            i += len;
-            continue;
-        }
-        if is_word(c) {
-            let len = b.get(i..).unwrap_or(&[]).iter().take_while(|d| is_word(**d) || **d == b':').count();
-            tokens.push(CondToken::Word(expr.get(i..i + len).unwrap_or("").to_string()));
-            i += len;
-            continue;
-        }
-        let two = b.get(i + 1).copied();
-        let Some(op) = operator(c, two) else {
-            return Err(format!("unexpected character {:?}", char::from(c)));
-        };
-        i += op.len();
-        tokens.push(CondToken::Op(op));
-    }
-    Ok(tokens)
 }
 
 impl CondEval<'_> {
     fn peek_op(&self) -> Option<&'static str> {
         match self.tokens.get(self.pos) {
-            Some(CondToken::Op(op)) => Some(op),
-            Some(CondToken::Word(w)) if w == "and" => Some("&&"),
-            Some(CondToken::Word(w)) if w == "or" => Some("||"),
-            Some(CondToken::Word(w)) if w == "not" => Some("!"),
+            Some(Token::Op(op)) => Some(op),
+            Some(Token::Word(w)) if w == "and" => Some("&&"),
+            Some(Token::Word(w)) if w == "or" => Some("||"),
+            Some(Token::Word(w)) if w == "not" => Some("!"),
             _ => None,
         }
     }
@@ -1566,21 +1527,21 @@ impl CondEval<'_> {
         let token = self.tokens.get(self.pos).cloned().ok_or_else(|| String::from("unexpected end"))?;
         self.pos += 1;
         match token {
-            CondToken::Num(v) => Ok(v),
-            CondToken::Op("(") => {
+            Token::Num(v) => Ok(v),
+            Token::Op("(") => {
                 let v = self.or()?;
                 self.expect(")")?;
                 Ok(v)
             }
-            CondToken::Op(op) => Err(format!("unexpected {op}")),
-            CondToken::Word(w) => match w.as_str() {
+            Token::Op(op) => Err(format!("unexpected {op}")),
+            Token::Word(w) => match w.as_str() {
                 "version" => Ok(SA_VERSION_NUMBER),
                 "perl_version" => Ok(PERL_VERSION_NUMBER),
                 "local_tests_only" => Ok(0.0),
                 "plugin" | "can" | "has" => {
                     self.expect("(")?;
                     let arg = match self.tokens.get(self.pos) {
-                        Some(CondToken::Word(a)) => a.clone(),
+                        Some(Token::Word(a)) => a.clone(),
                         _ => return Err(format!("{w}() needs a name")),
                     };
                     self.pos += 1;
@@ -1878,77 +1839,6 @@ fn balanced(op: MetaOp, mut items: Vec<(MetaExpr, usize)>) -> (MetaExpr, usize) 
     items.pop().unwrap_or((MetaExpr::Number(0.0), 1))
 }
 
-/// A meta expression token.
-#[derive(Debug, Clone, PartialEq)]
-enum MetaToken {
-    Num(f64),
-    Name(String),
-    Op(&'static str),
-}
-
-fn meta_tokens(text: &str) -> Result<Vec<MetaToken>, String> {
-    if text.contains("::") || text.contains("->") || text.contains(['$', '@', '%', ';', '{', '}']) {
-        return Err(String::from("invalid characters in meta expression"));
-    }
-    let b = text.as_bytes();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if is_space(c) {
-            i += 1;
-            continue;
-        }
-        let rest = b.get(i..).unwrap_or(&[]);
-        if c.is_ascii_digit() || (c == b'.' && rest.get(1).is_some_and(u8::is_ascii_digit)) {
-            let len = rest.iter().take_while(|d| d.is_ascii_digit() || **d == b'.').count();
-            let num = text.get(i..i + len).unwrap_or("");
-            tokens.push(MetaToken::Num(num.parse::<f64>().map_err(|_| format!("bad number {}", quote(num)))?));
-            i += len;
-            continue;
-        }
-        if is_word(c) {
-            let len = rest.iter().take_while(|d| is_word(**d)).count();
-            let word = text.get(i..i + len).unwrap_or("");
-            i += len;
-            if b.get(i) == Some(&b':') {
-                return Err(format!("invalid token {}", quote(word)));
-            }
-            if word == "rules_matching" && b.get(i) == Some(&b'(') {
-                let close = b.get(i..).and_then(|r| r.iter().position(|&c| c == b')'));
-                let Some(close) = close else {
-                    return Err(String::from("unterminated rules_matching("));
-                };
-                let glob = trim(text.get(i + 1..i + close).unwrap_or(""));
-                let glob_ok = glob.len() <= MAX_GLOB
-                    && glob.bytes().next().is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, b'_' | b'*' | b'?'))
-                    && glob.bytes().all(|c| is_word(c) || c == b'*' || c == b'?');
-                if !glob_ok {
-                    return Err(format!("invalid rules_matching glob {}", quote(glob)));
-                }
-                tokens.push(MetaToken::Name(format!("rules_matching({glob})")));
-                i += close + 1;
-            } else if word == "local_tests_only" {
-                tokens.push(MetaToken::Num(0.0));
-            } else if is_rule_name(word) {
-                tokens.push(MetaToken::Name(word.to_string()));
-            } else {
-                return Err(format!("invalid token {}", quote(word)));
-            }
-            continue;
-        }
-        let next = rest.get(1).copied();
-        if (c, next) == (b'*', Some(b'*')) {
-            return Err(String::from("** is not allowed"));
-        }
-        let Some(op) = operator(c, next) else {
-            return Err(format!("operator {:?} not supported", char::from(c)));
-        };
-        i += op.len();
-        tokens.push(MetaToken::Op(op));
-    }
-    Ok(tokens)
-}
-
 /// Parses a meta expression with Perl's precedence: `||` < `&&` < `== !=` <
 /// `< <= > >=` < `+ -` < `* /` < unary `! -`.
 fn parse_meta(text: &str) -> Result<MetaExpr, String> {
@@ -1956,8 +1846,8 @@ fn parse_meta(text: &str) -> Result<MetaExpr, String> {
     if compact.contains("**") {
         return Err(String::from("** is not allowed"));
     }
-    let tokens = meta_tokens(text)?;
-    if tokens == [MetaToken::Op("("), MetaToken::Op(")")] {
+    let tokens = tokenize(text, Grammar::Meta)?;
+    if tokens == [Token::Op("("), Token::Op(")")] {
         return Ok(MetaExpr::Number(0.0));
     }
     let mut p = MetaParser { tokens, pos: 0, nesting: 0 };
@@ -1972,7 +1862,7 @@ fn parse_meta(text: &str) -> Result<MetaExpr, String> {
 }
 
 struct MetaParser {
-    tokens: Vec<MetaToken>,
+    tokens: Vec<Token>,
     pos: usize,
     /// Parentheses and unary operators open.
     nesting: usize,
@@ -1991,7 +1881,7 @@ fn binary(op: MetaOp, l: Node, r: Node) -> Result<Node, String> {
 impl MetaParser {
     fn peek_op(&self) -> Option<&'static str> {
         match self.tokens.get(self.pos) {
-            Some(MetaToken::Op(op)) => Some(op),
+            Some(Token::Op(op)) => Some(op),
             _ => None,
         }
     }
@@ -2122,9 +2012,9 @@ impl MetaParser {
         let token = self.tokens.get(self.pos).cloned().ok_or_else(|| String::from("incomplete meta expression"))?;
         self.pos += 1;
         match token {
-            MetaToken::Num(v) => Ok((MetaExpr::Number(v), 1)),
-            MetaToken::Name(name) => Ok((MetaExpr::Rule(name), 1)),
-            MetaToken::Op("(") => {
+            Token::Num(v) => Ok((MetaExpr::Number(v), 1)),
+            Token::Word(name) => Ok((MetaExpr::Rule(name), 1)),
+            Token::Op("(") => {
                 self.enter()?;
                 let inner = self.or()?;
                 self.nesting -= 1;
@@ -2134,7 +2024,7 @@ impl MetaParser {
                 self.pos += 1;
                 Ok(inner)
             }
-            MetaToken::Op(op) => Err(format!("unexpected {op} in meta expression")),
+            Token::Op(op) => Err(format!("unexpected {op} in meta expression")),
         }
     }
 }
@@ -2352,6 +2242,117 @@ fn match_test<'r>(rest: &'r str, mut i: usize, what: &str) -> Result<(bool, &'r 
         return Err(format!("invalid {what} test"));
     }
     Ok((negated, pattern_text))
+}
+
+/// The two expression languages of rule files, which share one tokenizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grammar {
+    /// `if` conditions: words may be module paths (`Mail::SpamAssassin::Conf::x`).
+    Condition,
+    /// `meta` expressions: words are rule names, `rules_matching(GLOB)` or `local_tests_only`.
+    Meta,
+}
+
+impl Grammar {
+    /// Whether a number starts at `c` (followed by `next`): a lone `.` is a bad
+    /// number in a condition and an unsupported operator in a meta.
+    fn starts_number(self, c: u8, next: Option<u8>) -> bool {
+        c.is_ascii_digit() || (c == b'.' && (self == Grammar::Condition || next.is_some_and(|d| d.is_ascii_digit())))
+    }
+
+    /// Whether `b` continues a word.
+    fn in_word(self, b: u8) -> bool {
+        is_word(b) || (self == Grammar::Condition && b == b':')
+    }
+}
+
+/// A token of an `if` condition or a `meta` expression.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Num(f64),
+    /// A condition's word, or a meta's rule name or `rules_matching(GLOB)`.
+    Word(String),
+    Op(&'static str),
+}
+
+/// Splits an `if` condition or a `meta` expression into tokens.
+fn tokenize(text: &str, grammar: Grammar) -> Result<Vec<Token>, String> {
+    let meta = grammar == Grammar::Meta;
+    if meta && (text.contains("::") || text.contains("->") || text.contains(['$', '@', '%', ';', '{', '}'])) {
+        return Err(String::from("invalid characters in meta expression"));
+    }
+    let b = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if is_space(c) {
+            i += 1;
+            continue;
+        }
+        let rest = b.get(i..).unwrap_or(&[]);
+        let next = rest.get(1).copied();
+        if grammar.starts_number(c, next) {
+            let len = rest.iter().take_while(|d| d.is_ascii_digit() || **d == b'.').count();
+            let num = text.get(i..i + len).unwrap_or("");
+            tokens.push(Token::Num(num.parse::<f64>().map_err(|_| format!("bad number {}", quote(num)))?));
+            i += len;
+            continue;
+        }
+        if is_word(c) {
+            let len = rest.iter().take_while(|d| grammar.in_word(**d)).count();
+            let word = text.get(i..i + len).unwrap_or("");
+            i += len;
+            if meta {
+                let (token, taken) = meta_word(word, text.get(i..).unwrap_or(""))?;
+                tokens.push(token);
+                i += taken;
+            } else {
+                tokens.push(Token::Word(word.to_string()));
+            }
+            continue;
+        }
+        if meta && (c, next) == (b'*', Some(b'*')) {
+            return Err(String::from("** is not allowed"));
+        }
+        let Some(op) = operator(c, next) else {
+            return Err(match grammar {
+                Grammar::Condition => format!("unexpected character {:?}", char::from(c)),
+                Grammar::Meta => format!("operator {:?} not supported", char::from(c)),
+            });
+        };
+        i += op.len();
+        tokens.push(Token::Op(op));
+    }
+    Ok(tokens)
+}
+
+/// The token a meta's `word` stands for, followed by `after`; and how many
+/// bytes of `after` it takes too (the `(GLOB)` of `rules_matching`).
+fn meta_word(word: &str, after: &str) -> Result<(Token, usize), String> {
+    let after_bytes = after.as_bytes();
+    if after_bytes.first() == Some(&b':') {
+        return Err(format!("invalid token {}", quote(word)));
+    }
+    if word == "rules_matching" && after_bytes.first() == Some(&b'(') {
+        let Some(close) = after_bytes.iter().position(|&c| c == b')') else {
+            return Err(String::from("unterminated rules_matching("));
+        };
+        let glob = trim(after.get(1..close).unwrap_or(""));
+        let glob_ok = glob.len() <= MAX_GLOB
+            && glob.bytes().next().is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, b'_' | b'*' | b'?'))
+            && glob.bytes().all(|c| is_word(c) || c == b'*' || c == b'?');
+        if !glob_ok {
+            return Err(format!("invalid rules_matching glob {}", quote(glob)));
+        }
+        return Ok((Token::Word(format!("rules_matching({glob})")), close + 1));
+    }
+    if word == "local_tests_only" {
+        Ok((Token::Num(0.0), 0))
+    } else if is_rule_name(word) {
+        Ok((Token::Word(word.to_string()), 0))
+    } else {
+        Err(format!("invalid token {}", quote(word)))
+    }
 }
 
 /// The operator starting with `c` (followed by `next`) in `if` and `meta` expressions.
@@ -2743,6 +2744,46 @@ welcomelist_from_rcvd a@b.c
             p.parse_file("c.cf", text.as_bytes(), &mut NoIncludes).expect("parses");
             let config = p.finish();
             assert_eq!(has_rule(&config, "R"), *want, "if {cond}: {:?}", config.notes);
+        }
+    }
+
+    #[test]
+    fn tokenize_table() {
+        use Grammar::{Condition, Meta};
+        let w = |s: &str| Token::Word(String::from(s));
+        let (n, o) = (Token::Num, Token::Op);
+        // (grammar, text, tokens or error)
+        type Row = (Grammar, &'static str, Result<Vec<Token>, &'static str>);
+        let rows: Vec<Row> = vec![
+            (Condition, "version >= 3.004000", Ok(vec![w("version"), o(">="), n(3.004)])),
+            (Condition, "can(Mail::SpamAssassin::Conf::x)", Ok(vec![w("can"), o("("), w("Mail::SpamAssassin::Conf::x"), o(")")])),
+            (Condition, "not local_tests_only", Ok(vec![w("not"), w("local_tests_only")])),
+            (Condition, "!=!<=<", Ok(vec![o("!="), o("!"), o("<="), o("<")])),
+            (Condition, "2**3", Ok(vec![n(2.0), o("*"), o("*"), n(3.0)])),
+            (Condition, "a->b", Ok(vec![w("a"), o("-"), o(">"), w("b")])),
+            (Condition, ".5", Ok(vec![n(0.5)])),
+            (Condition, ". 5", Err("bad number .")),
+            (Condition, "1.2.3", Err("bad number 1.2.3")),
+            (Condition, "$x", Err("unexpected character '$'")),
+            (Meta, "A && (B || !C)", Ok(vec![w("A"), o("&&"), o("("), w("B"), o("||"), o("!"), w("C"), o(")")])),
+            (Meta, "rules_matching( __FOO_* ) > 1", Ok(vec![w("rules_matching(__FOO_*)"), o(">"), n(1.0)])),
+            (Meta, "rules_matching + 1", Ok(vec![w("rules_matching"), o("+"), n(1.0)])),
+            (Meta, "local_tests_only", Ok(vec![n(0.0)])),
+            (Meta, "9ABC", Ok(vec![n(9.0), w("ABC")])),
+            (Meta, ".5 + A", Ok(vec![n(0.5), o("+"), w("A")])),
+            (Meta, ". A", Err("operator '.' not supported")),
+            (Meta, "1.2.3", Err("bad number 1.2.3")),
+            (Meta, "A ^ B", Err("operator '^' not supported")),
+            (Meta, "A ** 2", Err("** is not allowed")),
+            (Meta, "can(Mail::X)", Err("invalid characters in meta expression")),
+            (Meta, "A -> B", Err("invalid characters in meta expression")),
+            (Meta, "A:B", Err("invalid token A")),
+            (Meta, "rules_matching(A", Err("unterminated rules_matching(")),
+            (Meta, "rules_matching(a b)", Err("invalid rules_matching glob a b")),
+            (Meta, "rules_matching(1X)", Err("invalid rules_matching glob 1X")),
+        ];
+        for (grammar, text, want) in rows {
+            assert_eq!(tokenize(text, grammar), want.map_err(String::from), "{grammar:?} {text:?}");
         }
     }
 
