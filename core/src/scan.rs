@@ -88,6 +88,14 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Heap bytes the lazy DFAs' caches hold now: the part of a worker's private
+    /// memory that grows with the mail it has seen.
+    pub fn lazy_cache_bytes(&self) -> usize {
+        self.caches.iter().map(hybrid::dfa::Cache::memory_usage).sum()
+    }
+}
+
 /// The outcome of one scan.
 pub struct Verdict<'a> {
     rules: &'a RuleSet,

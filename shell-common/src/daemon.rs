@@ -198,6 +198,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
     let sources: RuleSources = options.rule_sources();
     let started = Instant::now();
     let mut rules = load_rules(&sources).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    sys::release_free_memory();
     let access = AccessList::parse(o.allowed_ips.iter().map(String::as_str)).map_err(|e| (exit::USAGE, e.to_string()))?;
     let config = prefork::Config {
         max_children: o.max_children,
@@ -279,6 +280,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
                         drop(shared);
                         rules = new;
                         shared = Shared::new(&rules, o, &hostname);
+                        sys::release_free_memory();
                         log.info(&format!("reloaded rules: {} defined", rules.rule_count()));
                         master.act(&mut policy, &shared, Event::Reload);
                     }

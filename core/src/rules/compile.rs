@@ -32,7 +32,7 @@ const LAZY_CACHE: usize = 1024 * 1024;
 /// cleared and refilled over and over on ordinary mail.
 const BIG_NFA: usize = 1000;
 /// Cache limit for those lazy DFAs.
-const BIG_LAZY_CACHE: usize = 8 * 1024 * 1024;
+const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
