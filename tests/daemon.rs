@@ -131,6 +131,59 @@ fn sighup_reopens_a_rotated_log_file() {
 }
 
 
+/// (reused, built) of the latest compile-cache line in `log`.
+fn cache_counts(log: &str) -> Option<(usize, usize)> {
+    let line = log.lines().rev().find(|l| l.contains("]: compile cache ") && l.contains(" built"))?;
+    let rest = line.split(": ").last()?;
+    let mut words = rest.split_whitespace();
+    let reused = words.next()?.parse().ok()?;
+    let built = words.nth(2)?.parse().ok()?;
+    Some((reused, built))
+}
+
+#[test]
+fn compile_cache_is_written_reused_and_rebuilt_when_corrupt() {
+    let cache = std::env::temp_dir().join(format!("sift-compile-cache-{}.dfa", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let arg = cache.to_string_lossy().into_owned();
+    /// What the file holds before the start, whether the start reuses everything, a problem logged.
+    type Case<'a> = (Option<&'a [u8]>, bool, Option<&'a str>);
+    let cases: &[Case] = &[
+        (None, false, None),
+        (None, true, None),
+        (Some(b"garbage, not a cache"), false, Some("not a sift DFA cache")),
+        (None, true, None),
+    ];
+    for (i, (plant, all_reused, problem)) in cases.iter().enumerate() {
+        if let Some(bytes) = plant {
+            std::fs::write(&cache, bytes).expect("plant the cache file");
+        }
+        let d = Daemon::start(&["--compile-cache", &arg]);
+        assert_eq!(check(d.port, GTUBE), Ok(true), "case {i}");
+        let log = d.log_text();
+        let (reused, built) = cache_counts(&log).unwrap_or_else(|| panic!("case {i}: no compile cache line: {log}"));
+        if *all_reused {
+            assert!(reused > 0 && built == 0, "case {i}: {reused} reused, {built} built");
+        } else {
+            assert!(built > 0, "case {i}: {reused} reused, {built} built");
+        }
+        match problem {
+            Some(p) => assert!(log.lines().any(|l| l.contains("compile cache: ") && l.contains(p)), "case {i}: {log}"),
+            None => assert!(!log.contains("compile cache: "), "case {i}: {log}"),
+        }
+        assert!(std::fs::read(&cache).is_ok_and(|b| b.starts_with(b"SIFTDFA")), "case {i}: the file is a cache again");
+        if i == cases.len() - 1 {
+            // A reload compiles through the cache too.
+            d.signal("HUP");
+            wait_until("the reload's compile cache line", Duration::from_secs(20), || {
+                d.log_text().lines().filter(|l| l.contains("]: compile cache ")).count() >= 2
+            });
+            assert_eq!(cache_counts(&d.log_text()).map(|(_, built)| built), Some(0));
+        }
+    }
+    let _ = std::fs::remove_file(&cache);
+}
+
 #[test]
 fn compressed_requests_are_inflated() {
     // The apt spamc is built without zlib (its -z exits 64), so send what `spamc -z` sends.

@@ -119,6 +119,10 @@ pub struct DaemonOptions {
     /// (accept_filter(9) "dataready", needs accf_data loaded). Logged and ignored elsewhere.
     #[arg(long = "accept-filter", value_name = "NAME", value_parser = ["dataready"])]
     pub accept_filter: Option<String>,
+    /// Keep the compiled dense DFAs in this file and reuse them at the next start or
+    /// SIGHUP: a restart with unchanged rules skips most of the compile. Created if missing.
+    #[arg(long = "compile-cache", value_name = "PATH")]
+    pub compile_cache: Option<std::path::PathBuf>,
     /// Rewrite a Prometheus text file with the statistics every few seconds.
     #[arg(long = "stats-file", value_name = "PATH")]
     pub stats_file: Option<std::path::PathBuf>,

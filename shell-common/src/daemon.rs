@@ -21,7 +21,7 @@ use crate::access::AccessList;
 use crate::cli::DaemonOptions;
 use crate::events::{EventLoop, PollLoop, Ready};
 use crate::exit;
-use crate::load::{load_rules, RuleSources};
+use crate::load::{load_rules, load_rules_cached, LoadError, RuleSources};
 use crate::listen::{bind_all, Listener};
 use crate::log::Log;
 use crate::sys;
@@ -197,7 +197,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
     let o = &options.daemon;
     let sources: RuleSources = options.rule_sources();
     let started = Instant::now();
-    let mut rules = load_rules(&sources).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    let mut rules = compile_rules(&sources, o.compile_cache.as_deref(), log).map_err(|e| (exit::CONFIG, e.to_string()))?;
     sys::release_free_memory();
     let access = AccessList::parse(o.allowed_ips.iter().map(String::as_str)).map_err(|e| (exit::USAGE, e.to_string()))?;
     let config = prefork::Config {
@@ -275,7 +275,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
                     log.error(&format!("reopening the log file: {e}"));
                 }
                 // Compile before retiring anything: a broken rule file keeps the old set serving.
-                match load_rules(&sources) {
+                match compile_rules(&sources, o.compile_cache.as_deref(), log) {
                     Ok(new) => {
                         drop(shared);
                         rules = new;
@@ -320,12 +320,23 @@ fn set_accept_filters(listeners: &[Listener], name: &str, platform: &dyn Platfor
     Ok(())
 }
 
+/// Loads and compiles the rules, through the DFA cache file when there is one.
+fn compile_rules(sources: &RuleSources, cache: Option<&Path>, log: &Log) -> Result<RuleSet, LoadError> {
+    let Some(path) = cache else { return load_rules(sources) };
+    let (rules, report) = load_rules_cached(sources, path)?;
+    if let Some(problem) = &report.problem {
+        log.error(&format!("compile cache: {problem}"));
+    }
+    log.info(&format!("compile cache {}: {} DFAs reused, {} built", path.display(), report.reused, report.built));
+    Ok(rules)
+}
+
 /// What the master reads, writes and removes after setup; `sockets` are the UNIX socket files.
 fn master_files(options: &crate::cli::Options, sockets: &[PathBuf]) -> MasterFiles {
     let o = &options.daemon;
     let mut read = options.config_paths.clone();
     read.extend(options.site_path.clone());
-    let write = o.stats_file.iter().flat_map(|p| [p.clone(), stats_tmp(p)]).collect();
+    let write = o.stats_file.iter().chain(&o.compile_cache).flat_map(|p| [p.clone(), p.with_extension("tmp")]).collect();
     let mut remove: Vec<PathBuf> = o.pidfile.iter().cloned().collect();
     remove.extend(sockets.iter().cloned());
     MasterFiles { read, write, remove }

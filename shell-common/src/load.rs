@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use sift_core::rules::cf::{self, Includer, Parser};
+use sift_core::rules::cache::DfaCache;
 use sift_core::rules::{CompileError, Config, RuleSet, DEFAULT_RULES};
 
 /// Where rules come from: SpamAssassin's "default rules dir" and "site rules dir".
@@ -103,4 +104,43 @@ pub fn load_config(sources: &RuleSources) -> Result<Config, LoadError> {
 pub fn load_rules(sources: &RuleSources) -> Result<RuleSet, LoadError> {
     let config = load_config(sources)?;
     RuleSet::compile(&config).map_err(LoadError::Compile)
+}
+
+/// How a compile used its DFA cache file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheReport {
+    /// Dense DFAs taken from the file.
+    pub reused: usize,
+    /// Patterns determinized (or found too big) and added.
+    pub built: usize,
+    /// Why the file was not read or not written back; the compile went on without it.
+    pub problem: Option<String>,
+}
+
+/// Loads and compiles the rules as [`load_rules`] does, taking dense DFAs from the
+/// cache file at `cache_path` and writing it back (atomically) when the compile added
+/// some. A missing, unreadable or stale file only costs time: it is reported, not fatal.
+pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(RuleSet, CacheReport), LoadError> {
+    let config = load_config(sources)?;
+    let mut problem = None;
+    let mut cache = match fs::read(cache_path) {
+        Ok(image) => DfaCache::from_bytes(&image).unwrap_or_else(|e| {
+            problem = Some(format!("{}: {e}; rebuilding it", cache_path.display()));
+            DfaCache::new()
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => DfaCache::new(),
+        Err(e) => {
+            problem = Some(format!("{}: {e}", cache_path.display()));
+            DfaCache::new()
+        }
+    };
+    let rules = RuleSet::compile_cached(&config, &mut cache).map_err(LoadError::Compile)?;
+    if cache.misses() > 0 {
+        let tmp = cache_path.with_extension("tmp");
+        if let Err(e) = fs::write(&tmp, cache.to_bytes()).and_then(|_| fs::rename(&tmp, cache_path)) {
+            let _ = fs::remove_file(&tmp);
+            problem = Some(format!("writing {}: {e}", cache_path.display()));
+        }
+    }
+    Ok((rules, CacheReport { reused: cache.hits(), built: cache.misses(), problem }))
 }

@@ -16,6 +16,7 @@ use regex_syntax::hir::{
 };
 
 use super::backtrack::Program;
+use super::cache::{self, DfaCache};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::perl;
 use super::{
@@ -366,14 +367,47 @@ enum Span {
     Lines,
 }
 
-fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>, want_dense: bool) -> Result<Built, DisabledReason> {
+/// Where a compile gets its dense DFAs.
+enum Dense<'c> {
+    /// None: every pattern runs lazily (lint).
+    Skip,
+    /// Determinized here.
+    Build,
+    /// Taken from, or determinized and added to, a cache.
+    Cached(&'c mut DfaCache),
+}
+
+fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
     let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
     let literals = literal::required(&hir);
+    let key = || {
+        let span_tag: &[u8] = match span {
+            Span::Whole => b"whole",
+            Span::Lines => b"lines",
+        };
+        cache::key(&[translated.as_bytes(), span_tag, &DENSE_LIMIT.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()])
+    };
+    let cached = match dense {
+        Dense::Cached(c) => c.get(&key()),
+        _ => None,
+    };
+    if let Some(Some(dfa)) = cached {
+        return Ok(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), literals });
+    }
     let nfa = match span {
         Span::Whole => build_nfa(&hir)?,
         Span::Lines => build_nfa(&line_local(&hir, 0))?,
     };
-    let matcher = match want_dense.then(|| build_dense(&nfa)).flatten() {
+    let built = match (dense, cached) {
+        (Dense::Skip, _) | (_, Some(None)) => None,
+        (Dense::Build, _) => build_dense(&nfa),
+        (Dense::Cached(c), _) => {
+            let dfa = build_dense(&nfa);
+            c.put(key(), dfa.as_ref());
+            dfa
+        }
+    };
+    let matcher = match built {
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         None => Matcher::Lazy(build_lazy(nfa, lazy)?),
     };
@@ -504,19 +538,26 @@ impl LiteralTable {
 impl RuleSet {
     /// Compiles `config` with score set 0 (no network tests, no Bayes), as sift runs.
     pub fn compile(config: &Config) -> Result<RuleSet, CompileError> {
-        RuleSet::build(config, true)
+        RuleSet::build(config, Dense::Build)
+    }
+
+    /// Compiles as [`RuleSet::compile`] does, taking the dense DFAs `cache` holds and
+    /// adding those it lacks: a restart or reload with the same rules skips determinizing.
+    pub fn compile_cached(config: &Config, cache: &mut DfaCache) -> Result<RuleSet, CompileError> {
+        cache.start_compile();
+        RuleSet::build(config, Dense::Cached(cache))
     }
 
     /// Compiles `config` as [`RuleSet::compile`] does but determinizes no dense DFA (every
     /// pattern is left to a lazy DFA): which rules run and why the others do not, in a
     /// fraction of the time, as `--lint` needs. Scans with it are correct but slower.
     pub fn check(config: &Config) -> Result<RuleSet, CompileError> {
-        RuleSet::build(config, false)
+        RuleSet::build(config, Dense::Skip)
     }
 
-    fn build(config: &Config, dense: bool) -> Result<RuleSet, CompileError> {
+    fn build(config: &Config, mut dense: Dense<'_>) -> Result<RuleSet, CompileError> {
         let mut set = RuleSet {
-            dense,
+            dense: !matches!(dense, Dense::Skip),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rules: Vec::with_capacity(config.rules.len()),
             required: config.required_score,
@@ -566,7 +607,7 @@ impl RuleSet {
                 max_hits,
             });
             set.summary.get_mut(rule_type).defined += 1;
-            let result = set.compile_rule(rule, def, &mut tables, &mut header_table);
+            let result = set.compile_rule(rule, def, &mut tables, &mut header_table, &mut dense);
             match result {
                 Ok(()) => {
                     let counts = set.summary.get_mut(rule_type);
@@ -613,6 +654,7 @@ impl RuleSet {
         def: &RuleDef,
         tables: &mut [LiteralTable; 4],
         header_table: &mut LiteralTable,
+        dense: &mut Dense<'_>,
     ) -> Result<(), DisabledReason> {
         let active = self.rules.get(rule as usize).is_some_and(|r| r.active);
         let target_program = |kind: &RuleKind| match kind {
@@ -626,7 +668,7 @@ impl RuleSet {
             RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
                 let which = target_program(&def.kind).unwrap_or(0);
                 let span = if which == 2 { Span::Whole } else { Span::Lines };
-                let built = self.build_pattern(p, span)?;
+                let built = self.build_pattern(p, span, dense)?;
                 let rule_type = RuleType::of(&def.kind);
                 self.note_matcher(rule_type, &built);
                 if !active {
@@ -658,12 +700,12 @@ impl RuleSet {
                 let (test, literals) = match &h.test {
                     HeaderTest::Exists => (HeaderCheckTest::Exists, None),
                     HeaderTest::Matches(p) => {
-                        let built = self.build_pattern(p, Span::Whole)?;
+                        let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         (HeaderCheckTest::Matches(built.matcher), built.literals)
                     }
                     HeaderTest::NotMatches(p) => {
-                        let built = self.build_pattern(p, Span::Whole)?;
+                        let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
                         (HeaderCheckTest::NotMatches(built.matcher), None)
@@ -698,7 +740,7 @@ impl RuleSet {
                 Ok(())
             }
             RuleKind::MimeHeader { name, raw, pattern } => {
-                let built = self.build_pattern(pattern, Span::Whole)?;
+                let built = self.build_pattern(pattern, Span::Whole, dense)?;
                 self.note_matcher(RuleType::MimeHeader, &built);
                 if active {
                     self.mimeheaders.push(MimeHeaderCheck {
@@ -723,12 +765,12 @@ impl RuleSet {
 
     /// Builds a rule's pattern: a DFA from its translation, or, for Perl features DFAs
     /// lack, a DFA of its relaxed form confirmed by a backtracking program.
-    fn build_pattern(&mut self, p: &Pattern, span: Span) -> Result<Built, DisabledReason> {
+    fn build_pattern(&mut self, p: &Pattern, span: Span, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
         match &p.translated {
-            Ok(t) => build_matcher(t, span, &mut self.lazy_dfas, self.dense),
+            Ok(t) => build_matcher(t, span, &mut self.lazy_dfas, dense),
             Err(why) if why.needs_backtracking() => {
                 let bt = perl::backtrack(&p.perl).map_err(DisabledReason::Regex)?;
-                let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, self.dense)?;
+                let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, dense)?;
                 let program = self.programs.len() as u32;
                 self.programs.push(bt.program);
                 Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, literals: built.literals })
@@ -940,6 +982,7 @@ fn meta_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::cache::DfaCache;
     use crate::rules::cf::parse_str;
     use crate::scan::Scratch;
 
@@ -970,5 +1013,37 @@ mod tests {
         }
         assert_eq!(verdicts[0], ["B", "H", "L", "M"]);
         assert_eq!(verdicts[0], verdicts[1]);
+    }
+
+    /// A cached compile gives the same verdicts; a second one determinizes nothing, and
+    /// an edited rule misses alone.
+    #[test]
+    fn cached_compile_table() {
+        let rules = "body B /click here/\nbody L /foo(?=bar)/\nrawbody R /^foo/\n\
+                     header H Subject =~ /viagra/i\nmeta M B && H\nbody BIG /(?:[a-z]{1,40}\\s){30}x/\n";
+        let edited = rules.replace("click here", "click there");
+        let message = b"Subject: cheap viagra\r\n\r\nclick here, foobar\r\n";
+        let verdict = |set: &RuleSet| {
+            let mut scratch = Scratch::new(set);
+            let v = set.scan(message, &mut scratch);
+            v.hits().map(|h| String::from(h.name)).collect::<Vec<_>>()
+        };
+        let config = parse_str("t.cf", rules).expect("parse");
+        let plain = verdict(&RuleSet::compile(&config).expect("compile"));
+        let mut cache = DfaCache::new();
+        // (rules, image round trip first, hits, misses)
+        let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 5), (rules, true, 5, 0), (&edited, true, 4, 1)];
+        for &(text, reload, hits, misses) in cases {
+            if reload {
+                cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
+            }
+            let config = parse_str("t.cf", text).expect("parse");
+            let set = RuleSet::compile_cached(&config, &mut cache).expect("compile");
+            assert_eq!((cache.hits(), cache.misses()), (hits, misses), "{text}");
+            if text == rules {
+                assert_eq!(verdict(&set), plain);
+            }
+        }
+        assert_eq!(plain, ["B", "H", "L", "M"]);
     }
 }

@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use crate::score::Score;
 
 pub mod backtrack;
+pub mod cache;
 pub mod cf;
 pub mod eval;
 pub mod perl;
