@@ -41,6 +41,8 @@ pub struct Scratch {
     header_text: HeaderText,
     meta_stack: Vec<f64>,
     caches: Vec<hybrid::dfa::Cache>,
+    /// Most bytes `caches` may keep between scans.
+    cache_budget: usize,
     backtrack: BacktrackScratch,
     eval: EvalScratch,
 }
@@ -82,6 +84,7 @@ impl Scratch {
             },
             meta_stack: Vec::with_capacity(rules.meta_stack),
             caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
+            cache_budget: usize::MAX,
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
             eval: EvalScratch::default(),
         }
@@ -93,6 +96,33 @@ impl Scratch {
     /// memory that grows with the mail it has seen.
     pub fn lazy_cache_bytes(&self) -> usize {
         self.caches.iter().map(hybrid::dfa::Cache::memory_usage).sum()
+    }
+
+    /// Caps what the lazy DFAs' caches keep between scans: after a scan that leaves
+    /// them above `bytes`, the largest are emptied until they fit. A worker's memory then
+    /// stays bounded whatever mail it sees, at the cost of rebuilding states.
+    /// Default: no cap.
+    pub fn set_lazy_cache_budget(&mut self, bytes: usize) {
+        self.cache_budget = bytes;
+    }
+
+    /// Empties the largest lazy DFA caches while they hold more than the budget.
+    fn trim_caches(&mut self, rules: &RuleSet) {
+        if self.cache_budget == usize::MAX {
+            return;
+        }
+        let mut total = self.lazy_cache_bytes();
+        while total > self.cache_budget {
+            let largest = self.caches.iter_mut().zip(&rules.lazy_dfas).max_by_key(|(c, _)| c.memory_usage());
+            let Some((cache, dfa)) = largest else { break };
+            let before = cache.memory_usage();
+            *cache = hybrid::dfa::Cache::new(dfa);
+            let after = cache.memory_usage();
+            if after >= before {
+                break;
+            }
+            total -= before - after;
+        }
     }
 }
 
@@ -201,6 +231,7 @@ impl RuleSet {
         self.run_evals(&message, &mut state, eval);
         scratch.epoch = lines.epoch;
         self.run_metas(&mut state, &mut scratch.meta_stack);
+        scratch.trim_caches(self);
 
         let mut score = Score::ZERO;
         for &id in scratch.hits.iter() {
@@ -891,6 +922,33 @@ mod tests {
             let (got, _) = hits(rules, message);
             let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
             assert_eq!(got, want, "rules: {rules}");
+        }
+    }
+
+    #[test]
+    fn lazy_cache_budget_table() {
+        // A pattern too big for a dense DFA, fed text that makes its lazy DFA grow.
+        let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        assert!(!set.lazy_dfas.is_empty(), "the test needs a lazy DFA");
+        let mut seed = 7u32;
+        let text: String = (0..4000)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                if seed >> 16 & 1 == 0 { 'a' } else { 'b' }
+            })
+            .collect();
+        let message = alloc::format!("Subject: t\r\n\r\n{text}\r\n");
+        let fresh = Scratch::new(&set).lazy_cache_bytes();
+        // (budget, whether the caches may stay above their fresh size)
+        let cases: &[(Option<usize>, bool)] = &[(None, true), (Some(usize::MAX), true), (Some(0), false), (Some(fresh), false)];
+        for &(budget, grows) in cases {
+            let mut scratch = Scratch::new(&set);
+            if let Some(b) = budget {
+                scratch.set_lazy_cache_budget(b);
+            }
+            let _ = set.scan(message.as_bytes(), &mut scratch);
+            assert_eq!(scratch.lazy_cache_bytes() > fresh, grows, "budget {budget:?}");
         }
     }
 

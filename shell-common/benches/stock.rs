@@ -68,6 +68,10 @@ fn main() {
     let parse_secs = started.elapsed().as_secs_f64();
 
     let mut scratch = Scratch::new(&rules);
+    // SIFT_BENCH_CACHE_MIB: the daemon's --lazy-cache-mib.
+    if let Some(mib) = std::env::var("SIFT_BENCH_CACHE_MIB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        scratch.set_lazy_cache_budget(mib << 20);
+    }
     for m in &messages {
         let _ = rules.scan(m, &mut scratch);
     }

@@ -119,6 +119,11 @@ pub struct DaemonOptions {
     /// (accept_filter(9) "dataready", needs accf_data loaded). Logged and ignored elsewhere.
     #[arg(long = "accept-filter", value_name = "NAME", value_parser = ["dataready"])]
     pub accept_filter: Option<String>,
+    /// Most memory, in MiB, a child keeps in its lazy DFA caches between messages (the
+    /// rules too big for a dense DFA fill them as mail arrives): the largest are emptied
+    /// when they pass it. Lower saves memory and costs speed.
+    #[arg(long = "lazy-cache-mib", value_name = "MIB", default_value_t = 24)]
+    pub lazy_cache_mib: usize,
     /// Keep the compiled dense DFAs in this file and reuse them at the next start or
     /// SIGHUP: a restart with unchanged rules skips most of the compile. Created if missing.
     #[arg(long = "compile-cache", value_name = "PATH")]

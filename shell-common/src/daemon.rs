@@ -151,6 +151,7 @@ struct Shared<'a> {
     limits: RequestLimits,
     round_robin: bool,
     timeout_tcp: u32,
+    lazy_cache_bytes: usize,
 }
 
 impl<'a> Shared<'a> {
@@ -163,6 +164,7 @@ impl<'a> Shared<'a> {
             limits: RequestLimits { max_head: MAX_HEAD, max_body: o.max_size },
             round_robin: o.round_robin,
             timeout_tcp: o.timeout_tcp,
+            lazy_cache_bytes: o.lazy_cache_mib.saturating_mul(1024 * 1024),
         }
     }
 }
@@ -699,6 +701,7 @@ fn worker(
         return 0;
     }
     let mut scratch = Scratch::new(shared.rules);
+    scratch.set_lazy_cache_budget(shared.lazy_cache_bytes);
     let mut rewrite = RewriteScratch::new();
     let mut inflater = Inflater::new();
     let mut buf = vec![0u8; shared.limits.max_head + shared.limits.max_body];
