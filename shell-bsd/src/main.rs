@@ -52,6 +52,10 @@ impl Platform for Bsd {
     }
 }
 
+/// The system allocator in the master; pages of its own in each child (see `ForkAllocator`).
+#[global_allocator]
+static ALLOCATOR: siftd_common::sys::ForkAllocator = siftd_common::sys::ForkAllocator;
+
 fn main() -> ExitCode {
     siftd_common::entry::main(&Bsd)
 }

@@ -700,6 +700,7 @@ fn worker(
     if !send(Record::new(RecordKind::Ready, pid, seq)) {
         return 0;
     }
+    sys::separate_child_allocations();
     let mut scratch = Scratch::new(shared.rules);
     scratch.set_lazy_cache_budget(shared.lazy_cache_bytes);
     let mut rewrite = RewriteScratch::new();

@@ -5,7 +5,10 @@
 // syscall! is mio's pattern: call sites live in sys modules and carry their own SAFETY notes.
 #![allow(clippy::macro_metavars_in_unsafe)]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::UnsafeCell;
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -549,6 +552,199 @@ pub fn release_free_memory() {
     }
 }
 
+/// Switches this process's allocations to [`ForkAllocator`]'s child arena: run first
+/// thing in a forked child. Its DFA caches grow and shrink as mail arrives; taken from
+/// the free holes the compile left in the master's heap, between the rules, each one
+/// would copy a page of rules the child otherwise shares with every process (lesson 4).
+/// Does nothing unless the binary's global allocator is [`ForkAllocator`].
+pub fn separate_child_allocations() {
+    IN_CHILD.store(true, Ordering::Release);
+}
+
+/// siftd's global allocator: the system's in the master; in a forked child (after
+/// [`separate_child_allocations`]), size classes and large blocks on pages mapped by
+/// that child alone. The child never frees the master's blocks: that would write the
+/// system allocator's bookkeeping into shared pages. They stay until the child exits.
+pub struct ForkAllocator;
+
+static IN_CHILD: AtomicBool = AtomicBool::new(false);
+static ARENA_LOCK: AtomicBool = AtomicBool::new(false);
+static ARENA: ArenaCell = ArenaCell(UnsafeCell::new(Arena::EMPTY));
+
+/// Size classes 16 B to 32 KiB, powers of two; larger blocks get their own mapping.
+const CLASSES: usize = 12;
+const SMALLEST_CLASS: usize = 16;
+/// A slab of one size class.
+const SLAB_BYTES: usize = 1 << 20;
+/// Mappings one child may hold (slabs and large blocks).
+const MAX_REGIONS: usize = 8192;
+const PAGE: usize = 4096;
+
+struct Arena {
+    free: [*mut u8; CLASSES],
+    next: [usize; CLASSES],
+    end: [usize; CLASSES],
+    regions: [(usize, usize); MAX_REGIONS],
+    count: usize,
+}
+
+struct ArenaCell(UnsafeCell<Arena>);
+
+// SAFETY: every access to the arena holds ARENA_LOCK.
+unsafe impl Sync for ArenaCell {}
+
+impl Arena {
+    const EMPTY: Arena = Arena {
+        free: [std::ptr::null_mut(); CLASSES],
+        next: [0; CLASSES],
+        end: [0; CLASSES],
+        regions: [(0, 0); MAX_REGIONS],
+        count: 0,
+    };
+
+    fn class_of(layout: Layout) -> Option<usize> {
+        let size = layout.size().max(layout.align()).max(SMALLEST_CLASS).checked_next_power_of_two()?;
+        let class = (size.trailing_zeros() - SMALLEST_CLASS.trailing_zeros()) as usize;
+        (class < CLASSES).then_some(class)
+    }
+
+    fn map(&mut self, len: usize) -> *mut u8 {
+        if self.count >= MAX_REGIONS {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: an anonymous private mapping touches no existing memory.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANON, -1, 0)
+        };
+        if p == libc::MAP_FAILED {
+            return std::ptr::null_mut();
+        }
+        self.regions[self.count] = (p as usize, len);
+        self.count += 1;
+        p.cast()
+    }
+
+    fn alloc(&mut self, layout: Layout) -> *mut u8 {
+        match Arena::class_of(layout) {
+            Some(c) => {
+                let head = self.free[c];
+                if !head.is_null() {
+                    // SAFETY: a freed block of this class holds the next free block's address.
+                    self.free[c] = unsafe { head.cast::<*mut u8>().read() };
+                    return head;
+                }
+                let size = SMALLEST_CLASS << c;
+                if self.next[c] + size > self.end[c] {
+                    let slab = self.map(SLAB_BYTES);
+                    if slab.is_null() {
+                        return slab;
+                    }
+                    self.next[c] = slab as usize;
+                    self.end[c] = slab as usize + SLAB_BYTES;
+                }
+                let block = self.next[c];
+                self.next[c] += size;
+                block as *mut u8
+            }
+            None if layout.align() <= PAGE => match layout.size().checked_next_multiple_of(PAGE) {
+                Some(len) => self.map(len),
+                None => std::ptr::null_mut(),
+            },
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    fn dealloc(&mut self, ptr: *mut u8, layout: Layout) {
+        let addr = ptr as usize;
+        let Some(i) = self.regions[..self.count].iter().position(|&(start, len)| addr >= start && addr < start + len) else {
+            return; // the master's block: left alone
+        };
+        match Arena::class_of(layout) {
+            Some(c) => {
+                // SAFETY: the block is at least 16 bytes, ours, and no longer in use.
+                unsafe { ptr.cast::<*mut u8>().write(self.free[c]) };
+                self.free[c] = ptr;
+            }
+            None => {
+                let (start, len) = self.regions[i];
+                // SAFETY: the region is a large block's own mapping, no longer in use.
+                unsafe { libc::munmap(start as *mut libc::c_void, len) };
+                self.count -= 1;
+                self.regions[i] = self.regions[self.count];
+            }
+        }
+    }
+}
+
+fn with_arena<T>(f: impl FnOnce(&mut Arena) -> T) -> T {
+    while ARENA_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        std::hint::spin_loop();
+    }
+    // SAFETY: ARENA_LOCK is held, so this is the only reference to the arena.
+    let out = f(unsafe { &mut *ARENA.0.get() });
+    ARENA_LOCK.store(false, Ordering::Release);
+    out
+}
+
+// SAFETY: the master path is the system allocator's; the child arena returns blocks
+// of at least the layout's size and alignment (class blocks are aligned to their
+// power-of-two size within page-aligned slabs; large ones are page-aligned mappings).
+unsafe impl GlobalAlloc for ForkAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if IN_CHILD.load(Ordering::Acquire) {
+            with_arena(|a| a.alloc(layout))
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.alloc(layout) }
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if IN_CHILD.load(Ordering::Acquire) {
+            with_arena(|a| a.dealloc(ptr, layout));
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if IN_CHILD.load(Ordering::Acquire) {
+            let p = with_arena(|a| a.alloc(layout));
+            // A large block is a fresh mapping, zero already: writing it would make
+            // every page resident (a request buffer sized for --max-size).
+            if !p.is_null() && Arena::class_of(layout).is_some() {
+                // SAFETY: p is a block of at least layout.size() bytes.
+                unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
+            }
+            p
+        } else {
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if !IN_CHILD.load(Ordering::Acquire) {
+            // SAFETY: forwarded with the caller's guarantees.
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
+            return std::ptr::null_mut();
+        };
+        if Arena::class_of(layout).is_some() && Arena::class_of(layout) == Arena::class_of(new_layout) {
+            return ptr; // the block already has room
+        }
+        let p = with_arena(|a| a.alloc(new_layout));
+        if !p.is_null() {
+            // SAFETY: both blocks hold at least the smaller size and do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size)) };
+            with_arena(|a| a.dealloc(ptr, layout));
+        }
+        p
+    }
+}
+
 /// The parent's pid.
 pub fn getppid() -> libc::pid_t {
     // SAFETY: getppid has no arguments and cannot fail.
@@ -634,4 +830,41 @@ pub fn thread_cpu_time() -> std::time::Duration {
         return std::time::Duration::ZERO;
     }
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_arena_table() {
+        let mut arena = Box::new(Arena::EMPTY);
+        // (size, align): each block is aligned, writable, and reused once freed.
+        let cases: &[(usize, usize)] = &[(1, 1), (16, 8), (24, 8), (100, 64), (4096, 4096), (32768, 8), (32769, 8), (3 << 20, 16)];
+        for &(size, align) in cases {
+            let layout = Layout::from_size_align(size, align).expect("layout");
+            let a = arena.alloc(layout);
+            assert!(!a.is_null() && a as usize % align == 0, "{size}/{align}");
+            // SAFETY: a is a block of at least `size` bytes.
+            unsafe { std::ptr::write_bytes(a, 0xa5, size) };
+            let b = arena.alloc(layout);
+            assert!(b as usize >= a as usize + size || b as usize + size <= a as usize, "{size}/{align}: blocks overlap");
+            arena.dealloc(a, layout);
+            let c = arena.alloc(layout);
+            if Arena::class_of(layout).is_some() {
+                assert_eq!(c, a, "{size}/{align}: a freed block is reused");
+            }
+            arena.dealloc(b, layout);
+            arena.dealloc(c, layout);
+        }
+        // A block the arena does not own (the master's) is left alone.
+        let mut outside = [0u8; 64];
+        arena.dealloc(outside.as_mut_ptr(), Layout::from_size_align(64, 8).expect("layout"));
+        assert_eq!(outside, [0u8; 64]);
+        let (regions, count) = (arena.regions, arena.count);
+        for &(start, len) in &regions[..count] {
+            // SAFETY: the test's own mappings, no longer used.
+            unsafe { libc::munmap(start as *mut libc::c_void, len) };
+        }
+    }
 }
