@@ -654,9 +654,18 @@ impl Arena {
         }
     }
 
-    fn dealloc(&mut self, ptr: *mut u8, layout: Layout) {
+    /// The index of the region holding `ptr`; `None` for the master's blocks.
+    fn region_of(&self, ptr: *mut u8) -> Option<usize> {
         let addr = ptr as usize;
-        let Some(i) = self.regions[..self.count].iter().position(|&(start, len)| addr >= start && addr < start + len) else {
+        self.regions[..self.count].iter().position(|&(start, len)| addr >= start && addr < start + len)
+    }
+
+    fn owns(&self, ptr: *mut u8) -> bool {
+        self.region_of(ptr).is_some()
+    }
+
+    fn dealloc(&mut self, ptr: *mut u8, layout: Layout) {
+        let Some(i) = self.region_of(ptr) else {
             return; // the master's block: left alone
         };
         match Arena::class_of(layout) {
@@ -732,8 +741,9 @@ unsafe impl GlobalAlloc for ForkAllocator {
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return std::ptr::null_mut();
         };
-        if Arena::class_of(layout).is_some() && Arena::class_of(layout) == Arena::class_of(new_layout) {
-            return ptr; // the block already has room
+        let same_class = Arena::class_of(layout).is_some() && Arena::class_of(layout) == Arena::class_of(new_layout);
+        if same_class && with_arena(|a| a.owns(ptr)) {
+            return ptr; // one of our class blocks: it already has room
         }
         let p = with_arena(|a| a.alloc(new_layout));
         if !p.is_null() {
@@ -857,6 +867,18 @@ mod tests {
             arena.dealloc(b, layout);
             arena.dealloc(c, layout);
         }
+        // Growing a block the arena does not own (the master's) within one size class
+        // moves it: the system allocator may have given it fewer bytes than the class.
+        IN_CHILD.store(true, Ordering::Release);
+        let mut master = [7u8; 20];
+        let layout20 = Layout::from_size_align(20, 1).expect("layout");
+        // SAFETY: the "old block" is readable for 20 bytes; the result is a new arena block.
+        let grown = unsafe { ForkAllocator.realloc(master.as_mut_ptr(), layout20, 30) };
+        IN_CHILD.store(false, Ordering::Release);
+        assert!(!grown.is_null() && grown != master.as_mut_ptr());
+        // SAFETY: grown holds the 20 copied bytes.
+        assert_eq!(unsafe { std::slice::from_raw_parts(grown, 20) }, &[7u8; 20]);
+        assert_eq!(master, [7u8; 20], "the master's block is neither freed nor written");
         // A block the arena does not own (the master's) is left alone.
         let mut outside = [0u8; 64];
         arena.dealloc(outside.as_mut_ptr(), Layout::from_size_align(64, 8).expect("layout"));

@@ -34,6 +34,9 @@ const LAZY_CACHE: usize = 1024 * 1024;
 const BIG_NFA: usize = 1000;
 /// Cache limit for those lazy DFAs.
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
+/// Bump when the automaton a pattern compiles to changes (how lines are made local, the
+/// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
+const AUTOMATA_REVISION: u32 = 1;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -385,7 +388,13 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
             Span::Whole => b"whole",
             Span::Lines => b"lines",
         };
-        cache::key(&[translated.as_bytes(), span_tag, &DENSE_LIMIT.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()])
+        cache::key(&[
+            translated.as_bytes(),
+            span_tag,
+            &DENSE_LIMIT.to_le_bytes(),
+            &AUTOMATA_REVISION.to_le_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ])
     };
     let cached = match dense {
         Dense::Cached(c) => c.get(&key()),
