@@ -699,6 +699,8 @@ fn with_arena<T>(f: impl FnOnce(&mut Arena) -> T) -> T {
 // of at least the layout's size and alignment (class blocks are aligned to their
 // power-of-two size within page-aligned slabs; large ones are page-aligned mappings).
 unsafe impl GlobalAlloc for ForkAllocator {
+    // Out of line: inlined at every allocation site, it would grow the binary by half a MB.
+    #[inline(never)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if IN_CHILD.load(Ordering::Acquire) {
             with_arena(|a| a.alloc(layout))
@@ -708,6 +710,7 @@ unsafe impl GlobalAlloc for ForkAllocator {
         }
     }
 
+    #[inline(never)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if IN_CHILD.load(Ordering::Acquire) {
             with_arena(|a| a.dealloc(ptr, layout));
@@ -717,6 +720,7 @@ unsafe impl GlobalAlloc for ForkAllocator {
         }
     }
 
+    #[inline(never)]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if IN_CHILD.load(Ordering::Acquire) {
             let p = with_arena(|a| a.alloc(layout));
@@ -733,6 +737,7 @@ unsafe impl GlobalAlloc for ForkAllocator {
         }
     }
 
+    #[inline(never)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if !IN_CHILD.load(Ordering::Acquire) {
             // SAFETY: forwarded with the caller's guarantees.
