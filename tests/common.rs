@@ -163,14 +163,14 @@ impl Drop for Daemon {
 
 /// Runs spamc against 127.0.0.1:`port`: (stdout, exit status).
 pub fn spamc_port(port: u16, args: &[&str], input: &str) -> (String, i32) {
-    let mut child = Command::new("spamc")
-        .args(["-d", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn spamc");
+    let mut cmd = Command::new("spamc");
+    cmd.args(["-d", "127.0.0.1", "-p", &port.to_string()]);
+    run_spamc(cmd, args, input)
+}
+
+/// Runs `cmd` (spamc with its endpoint options) with `args`, `input` on stdin: (stdout, exit status).
+pub fn run_spamc(mut cmd: Command, args: &[&str], input: &str) -> (String, i32) {
+    let mut child = cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn spamc");
     let mut stdin = child.stdin.take().expect("stdin");
     let text = input.to_string();
     let writer = std::thread::spawn(move || {

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -64,15 +63,7 @@ impl Endpoint {
             Endpoint::Tcp(port) => cmd.args(["-d", "127.0.0.1", "-p", &port.to_string()]),
             Endpoint::Unix(path) => cmd.arg("-U").arg(path),
         };
-        let mut child = cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn spamc");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let text = input.to_string();
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(text.as_bytes());
-        });
-        let out = child.wait_with_output().expect("spamc output");
-        let _ = writer.join();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+        common::run_spamc(cmd, args, input)
     }
 }
 
