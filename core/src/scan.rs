@@ -40,7 +40,9 @@ pub struct Scratch {
     candidates: Vec<u32>,
     header_text: HeaderText,
     meta_stack: Vec<f64>,
-    caches: Vec<hybrid::dfa::Cache>,
+    /// One per lazy DFA, made when a scan first runs it: a worker pays only for the
+    /// lazy DFAs its mail needs.
+    caches: Vec<Option<hybrid::dfa::Cache>>,
     /// Most bytes `caches` may keep between scans.
     cache_budget: usize,
     backtrack: BacktrackScratch,
@@ -83,7 +85,7 @@ impl Scratch {
                 names: NameScratch::default(),
             },
             meta_stack: Vec::with_capacity(rules.meta_stack),
-            caches: rules.lazy_dfas.iter().map(hybrid::dfa::Cache::new).collect(),
+            caches: rules.lazy_dfas.iter().map(|_| None).collect(),
             cache_budget: usize::MAX,
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
             eval: EvalScratch::default(),
@@ -95,7 +97,7 @@ impl Scratch {
     /// Heap bytes the lazy DFAs' caches hold now: the part of a worker's private
     /// memory that grows with the mail it has seen.
     pub fn lazy_cache_bytes(&self) -> usize {
-        self.caches.iter().map(hybrid::dfa::Cache::memory_usage).sum()
+        self.caches.iter().flatten().map(hybrid::dfa::Cache::memory_usage).sum()
     }
 
     /// Caps what the lazy DFAs' caches keep between scans: after a scan that leaves
@@ -106,22 +108,17 @@ impl Scratch {
         self.cache_budget = bytes;
     }
 
-    /// Empties the largest lazy DFA caches while they hold more than the budget.
-    fn trim_caches(&mut self, rules: &RuleSet) {
+    /// Drops the largest lazy DFA caches while they hold more than the budget.
+    fn trim_caches(&mut self) {
         if self.cache_budget == usize::MAX {
             return;
         }
         let mut total = self.lazy_cache_bytes();
         while total > self.cache_budget {
-            let largest = self.caches.iter_mut().zip(&rules.lazy_dfas).max_by_key(|(c, _)| c.memory_usage());
-            let Some((cache, dfa)) = largest else { break };
-            let before = cache.memory_usage();
-            *cache = hybrid::dfa::Cache::new(dfa);
-            let after = cache.memory_usage();
-            if after >= before {
-                break;
-            }
-            total -= before - after;
+            let largest = self.caches.iter_mut().max_by_key(|c| c.as_ref().map_or(0, hybrid::dfa::Cache::memory_usage));
+            let Some(slot) = largest else { break };
+            let Some(cache) = slot.take() else { break };
+            total = total.saturating_sub(cache.memory_usage());
         }
     }
 }
@@ -231,7 +228,7 @@ impl RuleSet {
         self.run_evals(&message, &mut state, eval);
         scratch.epoch = lines.epoch;
         self.run_metas(&mut state, &mut scratch.meta_stack);
-        scratch.trim_caches(self);
+        scratch.trim_caches();
 
         let mut score = Score::ZERO;
         for &id in scratch.hits.iter() {
@@ -579,7 +576,7 @@ impl LineScratch<'_> {
 /// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
-    caches: &'s mut [hybrid::dfa::Cache],
+    caches: &'s mut [Option<hybrid::dfa::Cache>],
     programs: &'s [Program],
     backtrack: &'s mut BacktrackScratch,
 }
@@ -649,8 +646,31 @@ fn candidate_lines(program: &TargetProgram, p: u32, text: &[u8], s: &mut LineScr
         }
     }
     s.line_starts.sort_unstable();
-    s.line_starts.dedup();
+    let min_hits = program.pattern_min_hits.get(p as usize).copied().unwrap_or(1);
+    if min_hits <= 1 {
+        s.line_starts.dedup();
+    } else {
+        // Keep the lines holding at least `min_hits` hits (each hit pushed its line once).
+        keep_repeated(s.line_starts, min_hits as usize);
+    }
     true
+}
+
+/// Reduces sorted `starts` to one entry per value that occurs at least `min` times.
+fn keep_repeated(starts: &mut Vec<u32>, min: usize) {
+    let mut kept = 0usize;
+    let mut i = 0usize;
+    while let Some(&v) = starts.get(i) {
+        let run = starts.get(i..).map_or(0, |rest| rest.iter().take_while(|&&x| x == v).count());
+        if run >= min {
+            if let Some(slot) = starts.get_mut(kept) {
+                *slot = v;
+            }
+            kept += 1;
+        }
+        i += run.max(1);
+    }
+    starts.truncate(kept);
 }
 
 /// Patterns whose literals occur, each with the span of text where they occur.
@@ -813,7 +833,7 @@ pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, engines: &m
         let found = match matcher {
             Matcher::Dense(dfa) => dfa.try_search_fwd(&input).ok().flatten(),
             Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
-                (Some(dfa), Some(cache)) => dfa.try_search_fwd(cache, &input).ok().flatten(),
+                (Some(dfa), Some(slot)) => dfa.try_search_fwd(slot.get_or_insert_with(|| dfa.create_cache()), &input).ok().flatten(),
                 _ => None,
             },
             Matcher::Backtrack { .. } => None,
@@ -926,6 +946,39 @@ mod tests {
     }
 
     #[test]
+    fn repeated_groups_table() {
+        // `{3}` of a group with literals: a line needs three literal hits to be tried.
+        let message = "Subject: form\r\n\r\nname city\r\n\r\nname, city, country\r\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("body B /(?:(?:name|city|country)\\W*){3}/", &["B"]),
+            ("body B /(?:(?:name|city)\\W*){3}/", &[]),
+            ("body B /(?:(?:name|city)\\W*){2}/", &["B"]),
+            ("body __B /(?:(?:name|city|country)\\W*){2}/\ntflags __B multiple\nmeta M __B == 2", &["M"]),
+        ];
+        for (rules, want) in cases {
+            let (got, _) = hits(rules, message);
+            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
+            assert_eq!(got, want, "rules: {rules}");
+        }
+    }
+
+    #[test]
+    fn keep_repeated_table() {
+        let cases: &[(&[u32], usize, &[u32])] = &[
+            (&[], 2, &[]),
+            (&[1, 1, 2, 5, 5, 5], 2, &[1, 5]),
+            (&[1, 1, 2, 5, 5, 5], 3, &[5]),
+            (&[1, 2, 3], 1, &[1, 2, 3]),
+            (&[4, 4, 4, 4], 5, &[]),
+        ];
+        for (starts, min, want) in cases {
+            let mut v = starts.to_vec();
+            keep_repeated(&mut v, *min);
+            assert_eq!(&v, want, "{starts:?} min {min}");
+        }
+    }
+
+    #[test]
     fn lazy_cache_budget_table() {
         // A pattern too big for a dense DFA, fed text that makes its lazy DFA grow.
         let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
@@ -940,6 +993,7 @@ mod tests {
             .collect();
         let message = alloc::format!("Subject: t\r\n\r\n{text}\r\n");
         let fresh = Scratch::new(&set).lazy_cache_bytes();
+        assert_eq!(fresh, 0, "a cache is made when its DFA first runs");
         // (budget, whether the caches may stay above their fresh size)
         let cases: &[(Option<usize>, bool)] = &[(None, true), (Some(usize::MAX), true), (Some(0), false), (Some(fresh), false)];
         for &(budget, grows) in cases {

@@ -49,6 +49,7 @@ pub const CHILD_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_madvise, // the allocator returning pages (musl)
     libc::SYS_clock_gettime, // vDSO calls that fall back to the kernel on some clock sources
     libc::SYS_time,
+    libc::SYS_getrandom, // std seeds a thread's HashMap keys once (the lazy DFAs' state maps)
     libc::SYS_restart_syscall, // the kernel restarting a call after SIGSTOP/SIGCONT
     libc::SYS_exit_group,
 ];
@@ -73,6 +74,7 @@ pub const CHILD_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_mremap,
     libc::SYS_madvise,
     libc::SYS_clock_gettime,
+    libc::SYS_getrandom,
     libc::SYS_restart_syscall,
     libc::SYS_exit_group,
 ];

@@ -1,31 +1,58 @@
-//! Dense DFAs kept between compiles. Determinizing is most of what compiling the stock
-//! rules costs; a daemon that restarts or reloads with mostly the same patterns takes
-//! their DFAs from here instead. Entries are keyed by a hash of the pattern as compiled,
-//! so an edited rule simply misses. Reading and writing the bytes is the caller's job.
+//! Dense DFAs kept between compiles, with what each pattern requires of a text.
+//! Determinizing and parsing are most of what compiling the stock rules costs; a daemon
+//! that restarts or reloads with mostly the same patterns takes their DFAs and literals
+//! from here instead. Entries are keyed by a hash of the pattern as compiled, so an
+//! edited rule simply misses. Reading and writing the bytes is the caller's job.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::fmt;
 
 use regex_automata::dfa::dense;
+use regex_automata::nfa::thompson::{self, State, Transition};
+use regex_automata::util::look::Look;
+use regex_automata::util::primitives::StateID;
+
+use super::literal::Required;
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
 const MAX_ENTRIES: usize = 1 << 20;
+/// Literals in one entry's list, at most: the same bound for a list.
+const MAX_LIST: usize = 1 << 12;
+/// Marks an absent list in an image.
+const ABSENT: u32 = u32::MAX;
+/// States in one kept NFA, at most.
+const MAX_NFA_STATES: usize = 1 << 22;
 
 /// Identifies one pattern as compiled: what it is, how its lines are cut, which
 /// compiler built it.
 pub(crate) type Key = [u8; 16];
 
 /// What a compile found for one pattern.
-enum Entry {
-    /// The dense DFA's serialized bytes (native endian).
-    Dense(Vec<u8>),
-    /// Too big for a dense DFA: it runs lazily, no need to try again.
-    TooBig,
+struct Entry {
+    /// The dense DFA's serialized bytes (native endian); `None`: too big for a dense
+    /// DFA, it runs lazily, no need to try again.
+    dfa: Option<Vec<u8>>,
+    /// For a lazy one, its NFA's image (`nfa_image`): rebuilt without parsing.
+    nfa: Option<Vec<u8>>,
+    required: Option<Required>,
+    prefix: Option<Vec<Vec<u8>>>,
+}
+
+/// One pattern's cached outcome.
+pub(crate) struct Cached {
+    /// `None`: too big for a dense DFA.
+    pub(crate) dfa: Option<dense::DFA<Vec<u32>>>,
+    /// When there is no dense DFA: the NFA its lazy DFA runs, if it was kept.
+    pub(crate) nfa: Option<thompson::NFA>,
+    /// Its prefilter literals (see `literal::requirement`).
+    pub(crate) required: Option<Required>,
+    /// The literals every match starts with, for the search's prefilter.
+    pub(crate) prefix: Option<Vec<Vec<u8>>>,
 }
 
 /// Why a cache image was not read.
@@ -83,14 +110,24 @@ impl DfaCache {
         for _ in 0..count {
             let mut key: Key = [0; 16];
             key.copy_from_slice(r.take(16)?);
-            let entry = match r.u32()? {
-                0 => Entry::TooBig,
+            let dfa = match r.u32()? {
+                0 => None,
                 _ => {
                     let len = r.u32()? as usize;
-                    Entry::Dense(r.take(len)?.to_vec())
+                    Some(r.take(len)?.to_vec())
                 }
             };
-            cache.entries.insert(key, entry);
+            let min_hits = r.u32()?;
+            let required = r.list()?.map(|literals| Required { literals, min_hits });
+            let prefix = r.list()?;
+            let nfa = match r.u32()? {
+                0 => None,
+                _ => {
+                    let len = r.u32()? as usize;
+                    Some(r.take(len)?.to_vec())
+                }
+            };
+            cache.entries.insert(key, Entry { dfa, nfa, required, prefix });
         }
         Ok(cache)
     }
@@ -104,12 +141,21 @@ impl DfaCache {
         out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
         for (key, entry) in kept {
             out.extend_from_slice(key);
-            match entry {
-                Entry::TooBig => out.extend_from_slice(&0u32.to_le_bytes()),
-                Entry::Dense(bytes) => {
+            match &entry.dfa {
+                None => out.extend_from_slice(&0u32.to_le_bytes()),
+                Some(bytes) => {
                     out.extend_from_slice(&1u32.to_le_bytes());
-                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    out.extend_from_slice(bytes);
+                    put_bytes(&mut out, bytes);
+                }
+            }
+            out.extend_from_slice(&entry.required.as_ref().map_or(0, |r| r.min_hits).to_le_bytes());
+            put_list(&mut out, entry.required.as_ref().map(|r| r.literals.as_slice()));
+            put_list(&mut out, entry.prefix.as_deref());
+            match &entry.nfa {
+                None => out.extend_from_slice(&0u32.to_le_bytes()),
+                Some(bytes) => {
+                    out.extend_from_slice(&1u32.to_le_bytes());
+                    put_bytes(&mut out, bytes);
                 }
             }
         }
@@ -133,30 +179,27 @@ impl DfaCache {
         self.misses = 0;
     }
 
-    /// The cached outcome for `key`: `Some(Some(dfa))` dense, `Some(None)` too big,
-    /// `None` unknown (or an entry that no longer deserializes).
-    pub(crate) fn get(&mut self, key: &Key) -> Option<Option<dense::DFA<Vec<u32>>>> {
-        let found = match self.entries.get(key)? {
-            Entry::TooBig => Some(None),
-            Entry::Dense(bytes) => dense::DFA::from_bytes(bytes).ok().map(|(dfa, _)| Some(dfa.to_owned())),
+    /// The cached outcome for `key`, `None` when unknown (or its DFA no longer deserializes).
+    pub(crate) fn get(&mut self, key: &Key) -> Option<Cached> {
+        let entry = self.entries.get(key)?;
+        let dfa = match &entry.dfa {
+            None => None,
+            Some(bytes) => Some(dense::DFA::from_bytes(bytes).ok().map(|(dfa, _)| dfa.to_owned())?),
         };
-        if found.is_some() {
-            self.used.insert(*key, ());
-            self.hits += 1;
-        }
-        found
+        let nfa = entry.nfa.as_deref().and_then(nfa_from_image);
+        self.used.insert(*key, ());
+        self.hits += 1;
+        Some(Cached { dfa, nfa, required: entry.required.clone(), prefix: entry.prefix.clone() })
     }
 
-    /// Records what determinizing `key` gave.
-    pub(crate) fn put(&mut self, key: Key, dfa: Option<&dense::DFA<Vec<u32>>>) {
-        let entry = match dfa {
-            Some(d) => {
-                let (bytes, padding) = d.to_bytes_native_endian();
-                Entry::Dense(bytes.get(padding..).unwrap_or_default().to_vec())
-            }
-            None => Entry::TooBig,
-        };
-        self.entries.insert(key, entry);
+    /// Records what compiling `key` gave.
+    pub(crate) fn put(&mut self, key: Key, found: Cached) {
+        let dfa = found.dfa.map(|d| {
+            let (bytes, padding) = d.to_bytes_native_endian();
+            bytes.get(padding..).unwrap_or_default().to_vec()
+        });
+        let nfa = found.nfa.as_ref().and_then(nfa_image);
+        self.entries.insert(key, Entry { dfa, nfa, required: found.required, prefix: found.prefix });
         self.used.insert(key, ());
         self.misses += 1;
     }
@@ -185,6 +228,160 @@ pub(crate) fn key(parts: &[&[u8]]) -> Key {
     out
 }
 
+/// An NFA's states as bytes, for [`nfa_from_image`]: one pattern, no capture states
+/// (the lazy DFAs never need them); `None` for any other NFA.
+fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
+    if nfa.pattern_len() != 1 || nfa.is_utf8() || nfa.is_reverse() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(nfa.states().len() * 8);
+    let id = |s: StateID| s.as_u32().to_le_bytes();
+    let start = nfa.start_pattern(regex_automata::PatternID::ZERO)?;
+    for word in [nfa.states().len() as u32, nfa.start_anchored().as_u32(), nfa.start_unanchored().as_u32(), start.as_u32()] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for state in nfa.states() {
+        match state {
+            State::ByteRange { trans } => {
+                out.push(0);
+                out.extend_from_slice(&[trans.start, trans.end]);
+                out.extend_from_slice(&id(trans.next));
+            }
+            State::Sparse(sparse) => {
+                out.push(1);
+                out.extend_from_slice(&(sparse.transitions.len() as u32).to_le_bytes());
+                for t in sparse.transitions.iter() {
+                    out.extend_from_slice(&[t.start, t.end]);
+                    out.extend_from_slice(&id(t.next));
+                }
+            }
+            State::Look { look, next } => {
+                out.push(2);
+                out.extend_from_slice(&look.as_repr().to_le_bytes());
+                out.extend_from_slice(&id(*next));
+            }
+            State::Union { alternates } => {
+                out.push(3);
+                out.extend_from_slice(&(alternates.len() as u32).to_le_bytes());
+                for a in alternates.iter() {
+                    out.extend_from_slice(&id(*a));
+                }
+            }
+            State::BinaryUnion { alt1, alt2 } => {
+                out.push(4);
+                out.extend_from_slice(&id(*alt1));
+                out.extend_from_slice(&id(*alt2));
+            }
+            State::Fail => out.push(5),
+            State::Match { .. } => out.push(6),
+            State::Dense(_) | State::Capture { .. } => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The NFA an image of [`nfa_image`] describes, rebuilt state for state; `None` when
+/// the image is not one (every state id is checked before the builder sees it).
+fn nfa_from_image(image: &[u8]) -> Option<thompson::NFA> {
+    let mut r = Reader { bytes: image, pos: 0 };
+    let count = r.u32().ok()? as usize;
+    if count == 0 || count > MAX_NFA_STATES {
+        return None;
+    }
+    let (anchored, unanchored, start) = (read_id(&mut r, count)?, read_id(&mut r, count)?, read_id(&mut r, count)?);
+    let mut b = thompson::Builder::new();
+    b.set_utf8(false);
+    b.start_pattern().ok()?;
+    for _ in 0..count {
+        read_state(&mut r, count, &mut b)?;
+    }
+    if r.pos != image.len() {
+        return None;
+    }
+    b.finish_pattern(start).ok()?;
+    let nfa = b.build(anchored, unanchored).ok()?;
+    (nfa.states().len() == count).then_some(nfa)
+}
+
+/// A state id of an NFA image: below `count`, the NFA's number of states.
+fn read_id(r: &mut Reader<'_>, count: usize) -> Option<StateID> {
+    let v = r.u32().ok()? as usize;
+    if v < count {
+        StateID::new(v).ok()
+    } else {
+        None
+    }
+}
+
+/// A byte-range transition of an NFA image.
+fn read_transition(r: &mut Reader<'_>, count: usize) -> Option<Transition> {
+    let range = r.take(2).ok()?;
+    let (start, end) = (*range.first()?, *range.get(1)?);
+    if start > end {
+        return None;
+    }
+    Some(Transition { start, end, next: read_id(r, count)? })
+}
+
+/// Reads one state of an NFA image and adds it to `b`.
+fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Option<StateID> {
+    let tag = *r.take(1).ok()?.first()?;
+    let added = match tag {
+        0 => b.add_range(read_transition(r, count)?),
+        1 => {
+            let n = r.u32().ok()? as usize;
+            if !(2..=256).contains(&n) {
+                return None;
+            }
+            let mut transitions = Vec::with_capacity(n);
+            for _ in 0..n {
+                transitions.push(read_transition(r, count)?);
+            }
+            b.add_sparse(transitions)
+        }
+        2 => {
+            let look = Look::from_repr(r.u32().ok()?)?;
+            b.add_look(read_id(r, count)?, look)
+        }
+        3 => {
+            let n = r.u32().ok()? as usize;
+            if n < 3 || n > count {
+                return None;
+            }
+            let mut alternates = Vec::with_capacity(n);
+            for _ in 0..n {
+                alternates.push(read_id(r, count)?);
+            }
+            b.add_union(alternates)
+        }
+        4 => {
+            let (alt1, alt2) = (read_id(r, count)?, read_id(r, count)?);
+            b.add_union(alloc::vec![alt1, alt2])
+        }
+        5 => b.add_fail(),
+        6 => b.add_match(),
+        _ => return None,
+    };
+    added.ok()
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn put_list(out: &mut Vec<u8>, list: Option<&[Vec<u8>]>) {
+    match list {
+        None => out.extend_from_slice(&ABSENT.to_le_bytes()),
+        Some(items) => {
+            out.extend_from_slice(&(items.len() as u32).to_le_bytes());
+            for item in items {
+                put_bytes(out, item);
+            }
+        }
+    }
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -196,6 +393,23 @@ impl<'a> Reader<'a> {
         let slice = self.bytes.get(self.pos..end).ok_or(CacheError::Truncated)?;
         self.pos = end;
         Ok(slice)
+    }
+
+    /// A list written by `put_list`.
+    fn list(&mut self) -> Result<Option<Vec<Vec<u8>>>, CacheError> {
+        let count = self.u32()?;
+        if count == ABSENT {
+            return Ok(None);
+        }
+        if count as usize > MAX_LIST {
+            return Err(CacheError::Truncated);
+        }
+        let mut items = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let len = self.u32()? as usize;
+            items.push(self.take(len)?.to_vec());
+        }
+        Ok(Some(items))
     }
 
     fn u32(&mut self) -> Result<u32, CacheError> {
@@ -212,20 +426,91 @@ mod tests {
     #[test]
     fn images_table() {
         let mut good = DfaCache::new();
-        good.put(key(&[b"a"]), None);
+        let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3 });
+        good.put(key(&[b"a"]), Cached { dfa: None, nfa: Some(nfa("ab+c")), required: required.clone(), prefix: Some(alloc::vec![b"x".to_vec()]) });
+        good.put(key(&[b"b"]), Cached { dfa: None, nfa: None, required: None, prefix: None });
         let image = good.to_bytes();
+        // An entry whose literal list claims more items than any list may hold.
+        let mut huge = b"SIFTDFA\0\x02\0\0\0\x01\0\0\0".to_vec();
+        huge.extend_from_slice(&[0; 16]);
+        huge.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
-            (&image, Ok(1)),
+            (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x01\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x02\0\0\0\0\0\0\0", Err(CacheError::Version(2))),
-            (b"SIFTDFA\0\x01\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x02\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x01\0\0\0\0\0\0\0", Err(CacheError::Version(1))),
+            (b"SIFTDFA\0\x02\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Truncated)),
+            (&huge, Err(CacheError::Truncated)),
         ];
         for (bytes, want) in cases {
             let got = DfaCache::from_bytes(bytes).map(|c| c.entries.len());
             assert_eq!(&got, want, "{bytes:?}");
         }
+        // What was put reads back.
+        let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
+        let a = read.get(&key(&[b"a"])).expect("entry a");
+        let a_states = a.nfa.map(|n| n.states().to_vec());
+        assert_eq!((a.dfa.is_none(), a.required, a.prefix), (true, required, Some(alloc::vec![b"x".to_vec()])));
+        assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
+        let b = read.get(&key(&[b"b"])).expect("entry b");
+        assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefix), (true, true, None, None));
+        assert!(read.get(&key(&[b"c"])).is_none());
+    }
+
+    fn nfa(pattern: &str) -> thompson::NFA {
+        thompson::Compiler::new()
+            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+            .configure(thompson::Config::new().utf8(false).shrink(false).which_captures(thompson::WhichCaptures::None))
+            .build(pattern)
+            .expect("test pattern compiles")
+    }
+
+    #[test]
+    fn nfa_images_table() {
+        // Each NFA comes back state for state, and matches as before.
+        let cases: &[(&str, &str, bool)] = &[
+            ("abc", "xxabcxx", true),
+            ("(?i)a[bc]+d", "zzABCBD", true),
+            (r"(?m)^foo\b|bar$|x{2,5}y", "q\nfoo z", true),
+            ("(?:alpha|beta|gamma|delta)s?", "gamm", false),
+            (r"[\x00-\xff]{3}\z", "ab", false),
+        ];
+        for (pattern, hay, matches) in cases {
+            let original = nfa(pattern);
+            let image = nfa_image(&original).expect("image");
+            let rebuilt = nfa_from_image(&image).expect("rebuilt");
+            assert!(original.states() == rebuilt.states(), "{pattern}");
+            assert_eq!(
+                (rebuilt.start_anchored(), rebuilt.start_unanchored()),
+                (original.start_anchored(), original.start_unanchored()),
+                "{pattern}"
+            );
+            let dfa = regex_automata::hybrid::dfa::Builder::new().build_from_nfa(rebuilt).expect("lazy dfa");
+            let mut cache = dfa.create_cache();
+            let found = dfa.try_search_fwd(&mut cache, &regex_automata::Input::new(hay)).expect("search");
+            assert_eq!(found.is_some(), *matches, "{pattern} in {hay}");
+        }
+        // Damaged images are refused, never built.
+        let image = nfa_image(&nfa("(?:alpha|beta|gamma)s?")).expect("image");
+        let mut bad_id = image.clone();
+        bad_id[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut bad_tag = image.clone();
+        bad_tag[16] = 9;
+        let damaged: &[(&str, &[u8])] = &[
+            ("empty", &[]),
+            ("truncated", &image[..image.len() - 1]),
+            ("trailing byte", &[image.as_slice(), &[0]].concat()),
+            ("start id out of range", &bad_id),
+            ("unknown state tag", &bad_tag),
+            ("no states", &[0; 16]),
+        ];
+        for (what, bytes) in damaged {
+            assert!(nfa_from_image(bytes).is_none(), "{what}");
+        }
+        // Capture states are not kept: such an NFA has no image.
+        let with_captures = thompson::NFA::new("(a)b").expect("nfa");
+        assert!(nfa_image(&with_captures).is_none());
     }
 
     /// Two keys' parts and whether the keys are equal.

@@ -9,14 +9,16 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind as AcMatchKind};
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
+use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::syntax;
 use regex_automata::{hybrid, MatchKind};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{
     Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
 };
 
 use super::backtrack::Program;
-use super::cache::{self, DfaCache};
+use super::cache::{self, Cached, DfaCache};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::perl;
 use super::{
@@ -36,7 +38,7 @@ const BIG_NFA: usize = 1000;
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how lines are made local, the
 /// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
-const AUTOMATA_REVISION: u32 = 1;
+const AUTOMATA_REVISION: u32 = 2;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -252,6 +254,8 @@ pub(crate) struct TargetProgram {
     pub(crate) literal_patterns: Vec<Vec<u32>>,
     /// Pattern index → its literal ids (empty for unfiltered patterns).
     pub(crate) pattern_literals: Vec<Vec<u32>>,
+    /// Pattern index → literal hits a line needs before the pattern can match in it.
+    pub(crate) pattern_min_hits: Vec<u32>,
     /// Patterns with no literal: always run.
     pub(crate) unfiltered: Vec<u32>,
 }
@@ -358,7 +362,7 @@ fn parse_hir(translated: &str) -> Result<Hir, String> {
 /// A pattern compiled for matching, with its prefilter literals.
 struct Built {
     matcher: Matcher,
-    literals: Option<Vec<Vec<u8>>>,
+    required: Option<literal::Required>,
 }
 
 /// How the text a pattern runs on is cut.
@@ -381,8 +385,6 @@ enum Dense<'c> {
 }
 
 fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
-    let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
-    let literals = literal::required(&hir);
     let key = || {
         let span_tag: &[u8] = match span {
             Span::Whole => b"whole",
@@ -400,33 +402,69 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
         Dense::Cached(c) => c.get(&key()),
         _ => None,
     };
-    if let Some(Some(dfa)) = cached {
-        return Ok(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), literals });
-    }
-    let nfa = match span {
-        Span::Whole => build_nfa(&hir)?,
-        Span::Lines => build_nfa(&line_local(&hir, 0))?,
+    // What the cache holds needs no parsing: a dense DFA, or the NFA of a lazy one.
+    let cached = match cached {
+        Some(Cached { dfa: Some(mut dfa), required, prefix, .. }) => {
+            dfa.set_prefilter(prefix.as_deref().and_then(fast_prefilter));
+            return Ok(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required });
+        }
+        Some(Cached { dfa: None, nfa: Some(nfa), required, prefix }) => {
+            let prefilter = prefix.as_deref().and_then(fast_prefilter);
+            return Ok(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?), required });
+        }
+        other => other,
     };
-    let built = match (dense, cached) {
-        (Dense::Skip, _) | (_, Some(None)) => None,
-        (Dense::Build, _) => build_dense(&nfa),
-        (Dense::Cached(c), _) => {
-            let dfa = build_dense(&nfa);
-            c.put(key(), dfa.as_ref());
+    let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
+    let required = literal::requirement(&hir);
+    let searched = match span {
+        Span::Whole => hir,
+        Span::Lines => line_local(&hir, 0),
+    };
+    let prefix = prefix_needles(&searched);
+    let prefilter = prefix.as_deref().and_then(fast_prefilter);
+    let nfa = build_nfa(&searched)?;
+    let known_too_big = cached.is_some();
+    let built = match dense {
+        Dense::Skip => None,
+        _ if known_too_big => None,
+        Dense::Build => build_dense(&nfa, prefilter.clone()),
+        Dense::Cached(c) => {
+            let dfa = build_dense(&nfa, prefilter.clone());
+            let kept_nfa = dfa.is_none().then(|| nfa.clone());
+            c.put(key(), Cached { dfa: dfa.clone(), nfa: kept_nfa, required: required.clone(), prefix: prefix.clone() });
             dfa
         }
     };
     let matcher = match built {
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        None => Matcher::Lazy(build_lazy(nfa, lazy)?),
+        None => Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?),
     };
-    Ok(Built { matcher, literals })
+    Ok(Built { matcher, required })
+}
+
+/// Most prefix literals kept for a search prefilter.
+const MAX_PREFIXES: usize = 64;
+
+/// The literals every match of `hir` starts with, when they are few enough to search for.
+fn prefix_needles(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let mut extractor = Extractor::new();
+    extractor.kind(ExtractKind::Prefix);
+    let mut seq = extractor.extract(hir);
+    seq.optimize_for_prefix_by_preference();
+    let needles: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
+    (!needles.is_empty() && needles.len() <= MAX_PREFIXES && fast_prefilter(&needles).is_some()).then_some(needles)
+}
+
+/// A prefilter over `needles` when it is much faster than the automaton it guards (SIMD
+/// or memchr): a DFA then skips to where a match can start instead of stepping every byte.
+fn fast_prefilter(needles: &[Vec<u8>]) -> Option<Prefilter> {
+    Prefilter::new(MatchKind::LeftmostFirst, needles).filter(Prefilter::is_fast)
 }
 
 fn build_nfa(hir: &Hir) -> Result<thompson::NFA, DisabledReason> {
     thompson::Compiler::new()
         .syntax(syntax_config())
-        .configure(thompson::Config::new().utf8(false).shrink(false))
+        .configure(thompson::Config::new().utf8(false).shrink(false).which_captures(thompson::WhichCaptures::None))
         .build_from_hir(hir)
         .map_err(|e| DisabledReason::Build(e.to_string()))
 }
@@ -464,11 +502,13 @@ fn line_local(hir: &Hir, depth: usize) -> Hir {
 }
 
 /// A dense DFA, or `None` when it would exceed [`DENSE_LIMIT`].
-fn build_dense(nfa: &thompson::NFA) -> Option<dense::DFA<Vec<u32>>> {
+fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>) -> Option<dense::DFA<Vec<u32>>> {
     dense::Builder::new()
         .configure(
             dense::Config::new()
                 .start_kind(StartKind::Unanchored)
+                .specialize_start_states(prefilter.is_some())
+                .prefilter(prefilter)
                 .match_kind(MatchKind::LeftmostFirst)
                 .minimize(false)
                 .dfa_size_limit(Some(DENSE_LIMIT))
@@ -479,11 +519,13 @@ fn build_dense(nfa: &thompson::NFA) -> Option<dense::DFA<Vec<u32>>> {
 }
 
 /// Adds a lazy DFA to `lazy` and returns its index.
-fn build_lazy(nfa: thompson::NFA, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
+fn build_lazy(nfa: thompson::NFA, prefilter: Option<Prefilter>, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
     let capacity = if nfa.states().len() > BIG_NFA { BIG_LAZY_CACHE } else { LAZY_CACHE };
     let dfa = hybrid::dfa::Builder::new()
         .configure(
             hybrid::dfa::Config::new()
+                .specialize_start_states(prefilter.is_some())
+                .prefilter(prefilter)
                 .match_kind(MatchKind::LeftmostFirst)
                 .cache_capacity(capacity)
                 .skip_cache_capacity_check(true),
@@ -691,17 +733,20 @@ impl RuleSet {
                 };
                 let index = program.patterns.len() as u32;
                 let mut own = Vec::new();
-                match built.literals {
-                    Some(lits) => {
+                let mut min_hits = 1;
+                match built.required {
+                    Some(req) => {
                         if let Some(table) = tables.get_mut(which) {
-                            for lit in lits {
+                            for lit in req.literals {
                                 own.push(table.add(lit, index));
                             }
                         }
+                        min_hits = req.min_hits;
                     }
                     None => program.unfiltered.push(index),
                 }
                 program.pattern_literals.push(own);
+                program.pattern_min_hits.push(min_hits);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
@@ -711,7 +756,7 @@ impl RuleSet {
                     HeaderTest::Matches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
-                        (HeaderCheckTest::Matches(built.matcher), built.literals)
+                        (HeaderCheckTest::Matches(built.matcher), built.required.map(|r| r.literals))
                     }
                     HeaderTest::NotMatches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
@@ -782,7 +827,7 @@ impl RuleSet {
                 let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, dense)?;
                 let program = self.programs.len() as u32;
                 self.programs.push(bt.program);
-                Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, literals: built.literals })
+                Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, required: built.required })
             }
             Err(why) => Err(DisabledReason::Regex(why.clone())),
         }
@@ -798,7 +843,7 @@ impl RuleSet {
         if dense && lazy {
             counts.lazy += 1;
         }
-        if built.literals.is_none() {
+        if built.required.is_none() {
             counts.unfiltered += 1;
         }
     }

@@ -7,6 +7,9 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// Most alternatives a literal set may hold.
 const MAX_SET: usize = 24;
+/// Most literals an alternation's required set may hold: wide word lists (`city|country|
+/// address|...`) still give a prefilter, which costs far less than a pass over every line.
+const MAX_WIDE: usize = 96;
 /// Longest literal kept; longer ones are cut (a prefix of a required literal is required too).
 const MAX_LEN: usize = 48;
 /// Distinct (case-folded) bytes a class may have and still expand into literals.
@@ -35,6 +38,32 @@ impl Info {
             other => other,
         }
     }
+}
+
+/// The required literals of a pattern and how many times they must occur.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Required {
+    /// Lowercased; every match holds at least one of them.
+    pub(crate) literals: Set,
+    /// Occurrences (at distinct positions) every match holds: `(?:...){5}` needs five
+    /// of its copies' literals, so a line with fewer cannot match.
+    pub(crate) min_hits: u32,
+}
+
+/// What `hir` requires: its literals and, for a repeated group, how many of them.
+pub(crate) fn requirement(hir: &Hir) -> Option<Required> {
+    let mut top = hir;
+    while let HirKind::Capture(c) = top.kind() {
+        top = &c.sub;
+    }
+    if let HirKind::Repetition(rep) = top.kind() {
+        if rep.min >= 2 {
+            if let Some(literals) = required(&rep.sub) {
+                return Some(Required { literals, min_hits: rep.min });
+            }
+        }
+    }
+    required(hir).map(|literals| Required { literals, min_hits: 1 })
 }
 
 /// The required literals of `hir`, lowercased, or `None` when no useful set exists.
@@ -84,12 +113,12 @@ fn as_required(set: &Set) -> Option<Set> {
     (!set.is_empty() && quality(set) > 0).then(|| set.clone())
 }
 
-/// A required set cut down to at most `MAX_SET` members: members that contain another
+/// A required set cut down to at most `MAX_WIDE` members: members that contain another
 /// member are dropped (the shorter one occurs wherever they do), then all are cut to the
 /// longest common length that leaves few enough distinct prefixes.
 fn shrink(set: Set) -> Option<Set> {
     let mut set = dedup(set);
-    if set.len() <= MAX_SET {
+    if set.len() <= MAX_WIDE {
         return Some(set);
     }
     set.sort_unstable_by_key(Vec::len);
@@ -102,7 +131,7 @@ fn shrink(set: Set) -> Option<Set> {
     let longest = kept.iter().map(Vec::len).max().unwrap_or(0);
     for len in (MIN_USEFUL..=longest).rev() {
         let cut = dedup(kept.iter().map(|l| l.get(..len).unwrap_or(l).to_vec()).collect());
-        if cut.len() <= MAX_SET {
+        if cut.len() <= MAX_WIDE {
             return Some(cut);
         }
     }
@@ -308,6 +337,28 @@ mod tests {
         required(&hir).map(|s| s.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect())
     }
 
+    /// A pattern, and the literals and hit count it requires.
+    type RepeatCase<'a> = (&'a str, Option<(&'a [&'a str], u32)>);
+
+    #[test]
+    fn repeated_groups_need_several_hits_table() {
+        let cases: &[RepeatCase<'_>] = &[
+            (r"(?:(?:name|city)[:, ]+){3}", Some((&["city ", "city,", "city:", "name ", "name,", "name:"], 3))),
+            (r"((?:name|city)\s){2,}", Some((&["city", "name"], 2))),
+            // One copy required: the plain literal rule.
+            (r"(?:(?:name|city)\s)+", Some((&["city", "name"], 1))),
+            (r"x(?:(?:name|city)\s){3}", Some((&["city", "name"], 1))),
+            // A repeated group with no literal of its own falls back to the whole pattern.
+            (r"(?:\w+\s){5}", None),
+        ];
+        for (pattern, want) in cases {
+            let got = regex_syntax::ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).ok().and_then(|h| requirement(&h));
+            let got = got.map(|r| (r.literals.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect::<alloc::vec::Vec<_>>(), r.min_hits));
+            let want = want.map(|(l, n)| (l.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>(), n));
+            assert_eq!(got, want, "{pattern}");
+        }
+    }
+
     #[test]
     fn required_literals_table() {
         let cases: &[(&str, Option<&[&str]>)] = &[
@@ -336,12 +387,20 @@ mod tests {
         }
     }
 
+    const WORDS30: [&str; 30] = [
+        "word00", "word01", "word02", "word03", "word04", "word05", "word06", "word07", "word08", "word09", "word10", "word11",
+        "word12", "word13", "word14", "word15", "word16", "word17", "word18", "word19", "word20", "word21", "word22", "word23",
+        "word24", "word25", "word26", "word27", "word28", "word29",
+    ];
+
     #[test]
     fn wide_alternations_shrink_table() {
-        let words = |f: &dyn Fn(usize) -> String| (0..30).map(f).collect::<alloc::vec::Vec<_>>().join("|");
+        let words = |f: &dyn Fn(usize) -> String| (0..120).map(f).collect::<alloc::vec::Vec<_>>().join("|");
         let cases: &[(String, Option<&[&str]>)] = &[
-            // 30 words: cut to the longest prefix length leaving at most MAX_SET literals.
-            (alloc::format!("(?:{})", words(&|i| alloc::format!("word{i:02}"))), Some(&["word0", "word1", "word2"])),
+            // Up to MAX_WIDE words stay whole.
+            (alloc::format!("(?:{})", (0..30).map(|i| alloc::format!("word{i:02}")).collect::<alloc::vec::Vec<_>>().join("|")), Some(&WORDS30)),
+            // 120 words: cut to the longest prefix length leaving at most MAX_WIDE literals.
+            (alloc::format!("(?:{})", words(&|i| alloc::format!("word{i:03}"))), Some(&["word00", "word01", "word02", "word03", "word04", "word05", "word06", "word07", "word08", "word09", "word10", "word11"])),
             // A literal holding another is dropped first.
             (alloc::format!("(?:abc|{})", words(&|i| alloc::format!("x{i}abc"))), Some(&["abc"])),
             // Too many distinct prefixes even at the shortest useful length.
