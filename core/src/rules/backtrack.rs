@@ -202,6 +202,10 @@ impl ByteSet {
         ByteSet { lo: self.lo | other.lo, hi: self.hi | other.hi }
     }
 
+    fn intersect(self, other: ByteSet) -> ByteSet {
+        ByteSet { lo: self.lo & other.lo, hi: self.hi & other.hi }
+    }
+
     fn count(&self) -> u32 {
         self.lo.count_ones() + self.hi.count_ones()
     }
@@ -372,6 +376,33 @@ enum Anchor {
     Line,
 }
 
+/// Which bytes the search looks for before trying a start position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Every position.
+    Any,
+    /// The byte `offset` bytes after the start is one of these (memchr).
+    One { offset: u32, a: u8 },
+    Two { offset: u32, a: u8, b: u8 },
+    Three { offset: u32, a: u8, b: u8, c: u8 },
+    /// The first byte is in this set.
+    Set(ByteSet),
+}
+
+impl Scan {
+    /// The scan for a byte set `offset` bytes into every match.
+    fn of(set: ByteSet, offset: u32) -> Scan {
+        let mut bytes = set.bytes();
+        match (set.count(), bytes.next(), bytes.next(), bytes.next()) {
+            (1, Some(a), _, _) => Scan::One { offset, a },
+            (2, Some(a), Some(b), _) => Scan::Two { offset, a, b },
+            (3, Some(a), Some(b), Some(c)) => Scan::Three { offset, a, b, c },
+            _ if offset == 0 && set != ByteSet::ALL => Scan::Set(set),
+            _ => Scan::Any,
+        }
+    }
+}
+
 /// The exact matcher of one pattern. Immutable; runs with a [`BacktrackScratch`].
 #[derive(Debug, Clone)]
 pub struct Program {
@@ -382,8 +413,13 @@ pub struct Program {
     groups: usize,
     counters: usize,
     anchor: Anchor,
-    /// Bytes a match can start with; `None`: any, or an empty match.
-    first: Option<ByteSet>,
+    /// How the search skips to where a match can start.
+    scan: Scan,
+    /// The program begins with `prefix_pc` instructions that each match fixed
+    /// bytes (or an assertion `anchor` already guarantees), `prefix_len` bytes in
+    /// all: the search checks them before running the program from after them.
+    prefix_pc: u32,
+    prefix_len: u32,
     /// Shortest match.
     min_len: u32,
     /// The pattern starts with `X+` (greedy or possessive, unbounded): when an
@@ -712,7 +748,8 @@ impl Vm<'_, '_, '_> {
         }
     }
 
-    /// The next position at or after `at` where a match may start.
+    /// The next position at or after `at` where a match may start, its fixed
+    /// prefix checked.
     fn candidate(&self, mut at: usize) -> Option<usize> {
         let hay = self.hay;
         let min_len = self.prog.min_len as usize;
@@ -728,25 +765,51 @@ impl Vm<'_, '_, '_> {
                 }
                 _ => {}
             }
-            let Some(first) = &self.prog.first else { return Some(at) };
-            let rest = hay.get(at..)?;
-            let skip = match first.count() {
-                1..=3 => {
-                    let mut bs = first.bytes();
-                    let a = bs.next()?;
-                    match (bs.next(), bs.next()) {
-                        (None, _) => memchr::memchr(a, rest)?,
-                        (Some(b), None) => memchr::memchr2(a, b, rest)?,
-                        (Some(b), Some(c)) => memchr::memchr3(a, b, c, rest)?,
-                    }
-                }
-                _ => rest.iter().position(|&b| first.contains(b))?,
+            let skip = match self.prog.scan {
+                Scan::Any => 0,
+                Scan::One { offset, a } => memchr::memchr(a, hay.get(at + offset as usize..)?)?,
+                Scan::Two { offset, a, b } => memchr::memchr2(a, b, hay.get(at + offset as usize..)?)?,
+                Scan::Three { offset, a, b, c } => memchr::memchr3(a, b, c, hay.get(at + offset as usize..)?)?,
+                Scan::Set(set) => hay.get(at..)?.iter().position(|&b| set.contains(b))?,
             };
-            if skip == 0 {
+            if skip > 0 {
+                at += skip;
+                continue;
+            }
+            if self.prefix_matches(at) {
                 return Some(at);
             }
-            at += skip;
+            at += 1;
         }
+    }
+
+    /// Whether the program's fixed prefix matches at `at`.
+    fn prefix_matches(&self, at: usize) -> bool {
+        let mut pos = at;
+        let prefix = self.prog.insts.get(..self.prog.prefix_pc as usize).unwrap_or(&[]);
+        for inst in prefix {
+            let ok = match *inst {
+                Inst::Byte(b) => {
+                    pos += 1;
+                    self.hay.get(pos - 1) == Some(&b)
+                }
+                Inst::Class(c) => {
+                    pos += 1;
+                    self.hay.get(pos - 1).is_some_and(|&b| self.class(c).contains(b))
+                }
+                Inst::Literal { start, len } => {
+                    let (start, len) = (start as usize, len as usize);
+                    let want = self.prog.bytes.get(start..start + len);
+                    pos += len;
+                    want.is_some_and(|w| self.hay.get(pos - len..pos) == Some(w))
+                }
+                _ => true,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
     }
 
     fn search(&mut self, start: usize) -> Result<Option<(usize, usize)>, Undecided> {
@@ -775,7 +838,7 @@ impl Vm<'_, '_, '_> {
         for g in self.s.groups.iter_mut().take(self.prog.groups) {
             *g = GroupSlots::UNSET;
         }
-        let (mut pc, mut pos) = (0u32, at);
+        let (mut pc, mut pos) = (self.prog.prefix_pc, at + self.prog.prefix_len);
         loop {
             self.tick(1)?;
             let next = match self.prog.insts.get(pc as usize) {
@@ -1286,6 +1349,12 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
     c.push(Inst::Match)?;
     c.fill_follow();
     let (nullable, first) = first_bytes(&hir, 0);
+    let anchor = anchor(&hir, 0);
+    let (prefix_pc, prefix_len, scan) = c.prefix(anchor);
+    let scan = match scan {
+        Scan::Any if !nullable => Scan::of(first, 0),
+        scan => scan,
+    };
     let skip_runs = match c.insts.first() {
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
@@ -1296,8 +1365,10 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
         bytes: c.bytes,
         groups: groups.slots.iter().flatten().count(),
         counters: usize::from(c.counters),
-        anchor: anchor(&hir, 0),
-        first: (!nullable && first != ByteSet::ALL).then_some(first),
+        anchor,
+        scan,
+        prefix_pc,
+        prefix_len,
         min_len: min_len(&hir, 0),
         skip_runs,
     };
@@ -1500,36 +1571,109 @@ impl Compiler<'_, '_> {
     }
 
     /// Notes, for each single-byte repeat, the bytes what follows it must start
-    /// with, so giving back and taking more can skip hopeless positions.
+    /// with, so giving back and taking more can skip hopeless positions. A repeat
+    /// whose class and follow set are disjoint can only end where its run ends
+    /// (every byte it could give back or take is in its class, so not in the
+    /// follow set): it becomes possessive and leaves no frame to backtrack into.
     fn fill_follow(&mut self) {
         for pc in 0..self.insts.len() {
             let Some(&Inst::Repeat { class, min, max, greedy, possessive, .. }) = self.insts.get(pc) else {
                 continue;
             };
-            let Some(set) = self.first_at(pc + 1) else { continue };
+            let mut fuel = FIRST_AT_FUEL;
+            let Some(set) = self.first_at(pc + 1, &mut fuel) else { continue };
             let Ok(follow) = self.class(set) else { continue };
+            let disjoint = self.classes.get(usize::from(class)).is_some_and(|c| c.intersect(set).count() == 0);
+            let possessive = possessive || disjoint;
+            let greedy = greedy || disjoint;
             if let Some(slot) = self.insts.get_mut(pc) {
                 *slot = Inst::Repeat { class, min, max, greedy, possessive, follow };
             }
         }
     }
 
-    /// The bytes a match from `pc` must begin with, when plain to see.
-    fn first_at(&self, mut pc: usize) -> Option<ByteSet> {
-        for _ in 0..16 {
-            match *self.insts.get(pc)? {
-                Inst::Byte(b) => return Some(ByteSet::single(b)),
-                Inst::Literal { start, .. } => return self.bytes.get(start as usize).map(|&b| ByteSet::single(b)),
-                Inst::Class(c) => return self.classes.get(usize::from(c)).copied(),
-                Inst::Repeat { class, min, .. } if min > 0 => return self.classes.get(usize::from(class)).copied(),
-                Inst::Jump(to) => pc = to as usize,
-                Inst::Open(_) | Inst::Close(_) | Inst::Look(_) => pc += 1,
-                _ => return None,
+    /// The leading instructions that match fixed bytes (or assert what `anchor`
+    /// guarantees): how many, the bytes they match, and the scan for the
+    /// fewest bytes at one offset into them.
+    fn prefix(&self, anchor: Anchor) -> (u32, u32, Scan) {
+        let (mut pc, mut len) = (0u32, 0u32);
+        let mut best: Option<(ByteSet, u32)> = None;
+        let mut first = None;
+        let mut consider = |set: ByteSet, offset: u32| {
+            if offset == 0 {
+                first = Some(set);
             }
+            if best.is_none_or(|(b, _)| set.count() < b.count()) {
+                best = Some((set, offset));
+            }
+        };
+        while len < MAX_PREFIX {
+            match self.insts.get(pc as usize) {
+                Some(&Inst::Byte(b)) => consider(ByteSet::single(b), len),
+                Some(&Inst::Class(c)) => match self.classes.get(usize::from(c)) {
+                    Some(&set) => consider(set, len),
+                    None => break,
+                },
+                Some(&Inst::Literal { start, len: n }) => {
+                    let Some(bytes) = self.bytes.get(start as usize..start as usize + n as usize) else { break };
+                    for (i, &b) in bytes.iter().enumerate() {
+                        consider(ByteSet::single(b), len + i as u32);
+                    }
+                }
+                Some(Inst::Look(Assert::Start)) if pc == 0 && anchor == Anchor::Start => {}
+                Some(Inst::Look(Assert::StartLine)) if pc == 0 && anchor == Anchor::Line => {}
+                _ => break,
+            }
+            if let Some(&Inst::Literal { len: n, .. }) = self.insts.get(pc as usize) {
+                len += n;
+            } else if !matches!(self.insts.get(pc as usize), Some(Inst::Look(_))) {
+                len += 1;
+            }
+            pc += 1;
         }
-        None
+        let scan = match best {
+            Some((set, offset)) if set.count() <= 3 => Scan::of(set, offset),
+            _ => first.map_or(Scan::Any, |set| Scan::of(set, 0)),
+        };
+        (pc, len, scan)
+    }
+
+    /// The bytes a match from `pc` must begin with, when plain to see: a
+    /// superset of what can follow, through jumps, alternatives and loops.
+    /// `fuel` bounds the instructions visited.
+    fn first_at(&self, pc: usize, fuel: &mut u32) -> Option<ByteSet> {
+        *fuel = fuel.checked_sub(1)?;
+        match *self.insts.get(pc)? {
+            Inst::Byte(b) => Some(ByteSet::single(b)),
+            Inst::Literal { start, .. } => self.bytes.get(start as usize).map(|&b| ByteSet::single(b)),
+            Inst::Class(c) => self.classes.get(usize::from(c)).copied(),
+            Inst::Repeat { class, min, .. } => {
+                let set = self.classes.get(usize::from(class)).copied()?;
+                if min > 0 {
+                    Some(set)
+                } else {
+                    Some(set.union(self.first_at(pc + 1, fuel)?))
+                }
+            }
+            Inst::Jump(to) => self.first_at(to as usize, fuel),
+            Inst::Open(_) | Inst::Close(_) | Inst::Look(_) | Inst::RepeatStart { .. } => self.first_at(pc + 1, fuel),
+            Inst::Split { first, second, .. } => {
+                Some(self.first_at(first as usize, fuel)?.union(self.first_at(second as usize, fuel)?))
+            }
+            // The body (at `pc + 2`) or what follows the loop.
+            Inst::RepeatLoop { exit, .. } => {
+                Some(self.first_at(pc + 2, fuel)?.union(self.first_at(exit as usize, fuel)?))
+            }
+            Inst::RepeatEnd { loop_pc, .. } => self.first_at(loop_pc as usize, fuel),
+            _ => None,
+        }
     }
 }
+
+/// Most bytes of a program's fixed prefix checked before it runs.
+const MAX_PREFIX: u32 = 32;
+/// Most instructions [`Compiler::first_at`] visits for one question.
+const FIRST_AT_FUEL: u32 = 64;
 
 /// Shortest and longest match of `hir` (lookarounds and backreference
 /// placeholders count as zero and unbounded width as they should).
