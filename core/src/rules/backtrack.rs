@@ -376,15 +376,73 @@ enum Anchor {
     Line,
 }
 
+/// A byte set small enough for memchr: at most three bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Few {
+    Empty,
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
+    /// More than three bytes.
+    Many,
+}
+
+impl Few {
+    fn of(set: ByteSet) -> Few {
+        let mut bytes = set.bytes();
+        match (set.count(), bytes.next(), bytes.next(), bytes.next()) {
+            (0, ..) => Few::Empty,
+            (1, Some(a), _, _) => Few::One(a),
+            (2, Some(a), Some(b), _) => Few::Two(a, b),
+            (3, Some(a), Some(b), Some(c)) => Few::Three(a, b, c),
+            _ => Few::Many,
+        }
+    }
+
+    /// The first byte of `hay` in the set: `Err` when the set is `Many`.
+    fn find(self, hay: &[u8]) -> Result<Option<usize>, ()> {
+        Ok(match self {
+            Few::Empty => None,
+            Few::One(a) => memchr::memchr(a, hay),
+            Few::Two(a, b) => memchr::memchr2(a, b, hay),
+            Few::Three(a, b, c) => memchr::memchr3(a, b, c, hay),
+            Few::Many => return Err(()),
+        })
+    }
+
+    /// The last byte of `hay` in the set: `Err` when the set is `Many`.
+    fn rfind(self, hay: &[u8]) -> Result<Option<usize>, ()> {
+        Ok(match self {
+            Few::Empty => None,
+            Few::One(a) => memchr::memrchr(a, hay),
+            Few::Two(a, b) => memchr::memrchr2(a, b, hay),
+            Few::Three(a, b, c) => memchr::memrchr3(a, b, c, hay),
+            Few::Many => return Err(()),
+        })
+    }
+}
+
+/// A class as memchr can search it: its bytes, and the bytes outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClassScan {
+    inside: Few,
+    outside: Few,
+}
+
+impl ClassScan {
+    fn of(set: ByteSet) -> ClassScan {
+        let outside = ByteSet { lo: !set.lo, hi: !set.hi };
+        ClassScan { inside: Few::of(set), outside: Few::of(outside) }
+    }
+}
+
 /// Which bytes the search looks for before trying a start position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scan {
     /// Every position.
     Any,
-    /// The byte `offset` bytes after the start is one of these (memchr).
-    One { offset: u32, a: u8 },
-    Two { offset: u32, a: u8, b: u8 },
-    Three { offset: u32, a: u8, b: u8, c: u8 },
+    /// The byte `offset` bytes after the start is one of `bytes` (not `Many`).
+    Bytes { offset: u32, bytes: Few },
     /// The first byte is in this set.
     Set(ByteSet),
 }
@@ -392,13 +450,10 @@ enum Scan {
 impl Scan {
     /// The scan for a byte set `offset` bytes into every match.
     fn of(set: ByteSet, offset: u32) -> Scan {
-        let mut bytes = set.bytes();
-        match (set.count(), bytes.next(), bytes.next(), bytes.next()) {
-            (1, Some(a), _, _) => Scan::One { offset, a },
-            (2, Some(a), Some(b), _) => Scan::Two { offset, a, b },
-            (3, Some(a), Some(b), Some(c)) => Scan::Three { offset, a, b, c },
-            _ if offset == 0 && set != ByteSet::ALL => Scan::Set(set),
-            _ => Scan::Any,
+        match Few::of(set) {
+            Few::Many if offset == 0 && set != ByteSet::ALL => Scan::Set(set),
+            Few::Many | Few::Empty => Scan::Any,
+            bytes => Scan::Bytes { offset, bytes },
         }
     }
 }
@@ -408,6 +463,8 @@ impl Scan {
 pub struct Program {
     insts: Vec<Inst>,
     classes: Vec<ByteSet>,
+    /// `classes` as memchr searches them.
+    class_scans: Vec<ClassScan>,
     bytes: Vec<u8>,
     /// Capture groups a backreference reads.
     groups: usize,
@@ -694,8 +751,16 @@ enum Next {
 
 impl Vm<'_, '_, '_> {
     fn tick(&mut self, n: u32) -> Result<(), Undecided> {
-        self.steps = self.steps.checked_sub(n).ok_or(Undecided::StepLimit)?;
-        Ok(())
+        match self.steps.checked_sub(n) {
+            Some(left) => {
+                self.steps = left;
+                Ok(())
+            }
+            None => {
+                self.steps = 0;
+                Err(Undecided::StepLimit)
+            }
+        }
     }
 
     fn push(&mut self, frame: Frame) -> Result<(), Undecided> {
@@ -720,6 +785,38 @@ impl Vm<'_, '_, '_> {
 
     fn in_class(&self, c: u16, pos: u32) -> bool {
         self.byte(pos).is_some_and(|b| self.class(c).contains(b))
+    }
+
+    fn class_scan(&self, c: u16) -> ClassScan {
+        self.prog.class_scans.get(usize::from(c)).copied().unwrap_or(ClassScan { inside: Few::Many, outside: Few::Many })
+    }
+
+    /// How many bytes at the start of `run` are in class `c`.
+    fn run_len(&self, c: u16, run: &[u8]) -> usize {
+        match self.class_scan(c).outside.find(run) {
+            Ok(found) => found.unwrap_or(run.len()),
+            Err(()) => {
+                let set = self.class(c);
+                run.iter().position(|&b| !set.contains(b)).unwrap_or(run.len())
+            }
+        }
+    }
+
+    /// The last position in `lo..=hi` where what follows a repeat can begin.
+    fn last_follow(&self, follow: u16, lo: u32, hi: u32) -> Option<u32> {
+        if follow == NO_CLASS {
+            return Some(hi);
+        }
+        let end = (hi as usize).saturating_add(1).min(self.hay.len());
+        let window = self.hay.get(lo as usize..end).unwrap_or(&[]);
+        let found = match self.class_scan(follow).inside.rfind(window) {
+            Ok(found) => found,
+            Err(()) => {
+                let set = self.class(follow);
+                window.iter().rposition(|&b| set.contains(b))
+            }
+        };
+        found.map(|p| lo + p as u32)
     }
 
     /// Whether the byte at `pos` can begin what follows a repeat.
@@ -767,9 +864,7 @@ impl Vm<'_, '_, '_> {
             }
             let skip = match self.prog.scan {
                 Scan::Any => 0,
-                Scan::One { offset, a } => memchr::memchr(a, hay.get(at + offset as usize..)?)?,
-                Scan::Two { offset, a, b } => memchr::memchr2(a, b, hay.get(at + offset as usize..)?)?,
-                Scan::Three { offset, a, b, c } => memchr::memchr3(a, b, c, hay.get(at + offset as usize..)?)?,
+                Scan::Bytes { offset, bytes } => bytes.find(hay.get(at + offset as usize..)?).ok()??,
                 Scan::Set(set) => hay.get(at..)?.iter().position(|&b| set.contains(b))?,
             };
             if skip > 0 {
@@ -1051,7 +1146,7 @@ impl Vm<'_, '_, '_> {
         if greedy {
             let limit = pos + max.min(room);
             let run = self.hay.get(pos as usize..limit as usize).unwrap_or(&[]);
-            let n = run.iter().position(|&b| !set.contains(b)).unwrap_or(run.len()) as u32;
+            let n = self.run_len(class, run) as u32;
             self.tick(n)?;
             if n < min {
                 return Ok(Next::Fail);
@@ -1060,14 +1155,11 @@ impl Vm<'_, '_, '_> {
             if possessive {
                 return Ok(if self.follow_ok(follow, hi) { Next::Go(pc + 1, hi) } else { Next::Fail });
             }
-            let mut c = hi;
-            while c > lo && !self.follow_ok(follow, c) {
-                c -= 1;
-            }
-            self.tick(hi - c)?;
-            if !self.follow_ok(follow, c) {
+            let Some(c) = self.last_follow(follow, lo, hi) else {
+                self.tick(hi - lo)?;
                 return Ok(Next::Fail);
-            }
+            };
+            self.tick(hi - c)?;
             if c > lo {
                 self.push(Frame::GiveBack { pc, min: lo, pos: c })?;
             }
@@ -1143,16 +1235,18 @@ impl Vm<'_, '_, '_> {
                 }
                 Frame::GiveBack { pc, min, pos } => {
                     let Some(&Inst::Repeat { follow, .. }) = self.prog.insts.get(pc as usize) else { continue };
-                    let mut c = pos;
-                    while c > min {
-                        c -= 1;
-                        self.tick(1)?;
-                        if self.follow_ok(follow, c) {
+                    if pos <= min {
+                        continue;
+                    }
+                    match self.last_follow(follow, min, pos - 1) {
+                        Some(c) => {
+                            self.tick(pos - c)?;
                             if c > min {
                                 self.push(Frame::GiveBack { pc, min, pos: c })?;
                             }
                             return Ok(Some((pc + 1, c)));
                         }
+                        None => self.tick(pos - min)?,
                     }
                 }
                 Frame::TakeMore { pc, pos, count } => {
@@ -1361,6 +1455,7 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
     };
     let program = Program {
         insts: c.insts,
+        class_scans: c.classes.iter().map(|&set| ClassScan::of(set)).collect(),
         classes: c.classes,
         bytes: c.bytes,
         groups: groups.slots.iter().flatten().count(),
