@@ -1,7 +1,8 @@
 //! The backtracking programs of the stock `header ... ALL` rules (backreferences,
 //! lookaround) on the corpus header blocks, where the relaxed DFA lets them through:
 //! CPU time per message and the costliest patterns.
-//! Run: `cargo bench -p sift-core --bench backtrack` (SIFT_BENCH_PASSES sets the timed passes).
+//! Run: `cargo bench -p sift-core --features std --bench backtrack` (SIFT_BENCH_PASSES sets the
+//! timed passes, SIFT_BENCH_RULE keeps only the rules whose names contain it).
 
 use std::fs;
 use std::time::Duration;
@@ -77,8 +78,9 @@ fn main() {
         raw.push(msg.header_block().to_vec());
     }
 
+    let only = std::env::var("SIFT_BENCH_RULE").unwrap_or_default();
     let mut cases = Vec::new();
-    for rule in &config.rules {
+    for rule in config.rules.iter().filter(|r| r.name.contains(&only)) {
         let RuleKind::Header(h) = &rule.kind else { continue };
         let (HeaderTest::Matches(p) | HeaderTest::NotMatches(p)) = &h.test else { continue };
         if h.field != HeaderField::All {
