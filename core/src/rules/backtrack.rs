@@ -819,6 +819,96 @@ impl Vm<'_, '_, '_> {
         found.map(|p| lo + p as u32)
     }
 
+    /// The captured text of group `slot`, when set.
+    fn captured(&self, slot: u16) -> Option<&[u8]> {
+        let g = self.s.groups.get(usize::from(slot))?;
+        self.hay.get(g.start as usize..g.end as usize)
+    }
+
+    /// The length of group `slot`'s text when it occurs again at `pos`.
+    fn backref(&mut self, slot: u16, fold: bool, pos: u32) -> Result<Option<u32>, Undecided> {
+        let hay = self.hay;
+        let Some(captured) = self.captured(slot) else { return Ok(None) };
+        let len = captured.len();
+        let here = hay.get(pos as usize..(pos as usize).saturating_add(len));
+        let same = here.is_some_and(|h| if fold { h.eq_ignore_ascii_case(captured) } else { h == captured });
+        self.tick(len as u32 / 16)?;
+        Ok(same.then_some(len as u32))
+    }
+
+    /// Whether the instructions from `pc` that decide without a frame (bytes,
+    /// classes, literals, assertions, backreferences; at most [`TAIL_INSTS`])
+    /// match at `pos`. When they do not, running them would fail there and
+    /// backtrack, so a repeat giving back can skip `pos`.
+    fn tail_matches(&mut self, mut pc: u32, mut pos: u32) -> Result<bool, Undecided> {
+        for _ in 0..TAIL_INSTS {
+            let ok = match self.prog.insts.get(pc as usize) {
+                Some(&Inst::Byte(b)) => {
+                    pos += 1;
+                    self.byte(pos - 1) == Some(b)
+                }
+                Some(&Inst::Class(c)) => {
+                    pos += 1;
+                    self.in_class(c, pos - 1)
+                }
+                Some(&Inst::Literal { start, len }) => {
+                    let want = self.prog.bytes.get(start as usize..start as usize + len as usize);
+                    let have = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
+                    pos += len;
+                    want.is_some() && want == have
+                }
+                Some(&Inst::Look(a)) => self.assert(a, pos),
+                Some(&Inst::Backref { slot, fold }) => match self.backref(slot, fold, pos)? {
+                    Some(len) => {
+                        pos += len;
+                        true
+                    }
+                    None => false,
+                },
+                _ => return Ok(true),
+            };
+            if !ok {
+                return Ok(false);
+            }
+            pc += 1;
+        }
+        Ok(true)
+    }
+
+    /// The bytes a backreference at `pc` can begin with, when known.
+    fn backref_first(&self, pc: u32) -> Option<Few> {
+        let Some(&Inst::Backref { slot, fold }) = self.prog.insts.get(pc as usize) else { return None };
+        let &b = self.captured(slot)?.first()?;
+        let (l, u) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+        Some(if fold && l != u { Few::Two(l, u) } else { Few::One(b) })
+    }
+
+    /// The last position in `lo..=hi` where the repeat at `pc` (with follow
+    /// class `follow`) can stop: what follows can begin there.
+    fn last_stop(&mut self, pc: u32, follow: u16, lo: u32, hi: u32) -> Result<Option<u32>, Undecided> {
+        let first = if follow == NO_CLASS { self.backref_first(pc + 1) } else { None };
+        let mut hi = hi;
+        loop {
+            let found = match first {
+                Some(few) => {
+                    let end = (hi as usize).saturating_add(1).min(self.hay.len());
+                    let window = self.hay.get(lo as usize..end).unwrap_or(&[]);
+                    few.rfind(window).ok().flatten().map(|p| lo + p as u32)
+                }
+                None => self.last_follow(follow, lo, hi),
+            };
+            let Some(c) = found else { return Ok(None) };
+            if self.tail_matches(pc + 1, c)? {
+                return Ok(Some(c));
+            }
+            self.tick(1)?;
+            if c <= lo {
+                return Ok(None);
+            }
+            hi = c - 1;
+        }
+    }
+
     /// Whether the byte at `pos` can begin what follows a repeat.
     fn follow_ok(&self, follow: u16, pos: u32) -> bool {
         follow == NO_CLASS || self.in_class(follow, pos)
@@ -1063,22 +1153,10 @@ impl Vm<'_, '_, '_> {
                 }
                 Next::Go(next, pos)
             }
-            Inst::Backref { slot, fold } => {
-                let Some(g) = self.s.groups.get(usize::from(slot)).copied() else { return Ok(Next::Fail) };
-                let (Some(captured), Some(len)) =
-                    (self.hay.get(g.start as usize..g.end as usize), g.end.checked_sub(g.start))
-                else {
-                    return Ok(Next::Fail);
-                };
-                self.tick(len / 16)?;
-                let here = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
-                let same = here.is_some_and(|h| if fold { h.eq_ignore_ascii_case(captured) } else { h == captured });
-                if same {
-                    Next::Go(next, pos + len)
-                } else {
-                    Next::Fail
-                }
-            }
+            Inst::Backref { slot, fold } => match self.backref(slot, fold, pos)? {
+                Some(len) => Next::Go(next, pos + len),
+                None => Next::Fail,
+            },
             Inst::LookStart { kind, min, max, end } => {
                 let (min, max) = (u32::from(min), u32::from(max));
                 let marker = u32::try_from(self.s.stack.len()).map_err(|_| Undecided::StackLimit)?;
@@ -1155,7 +1233,7 @@ impl Vm<'_, '_, '_> {
             if possessive {
                 return Ok(if self.follow_ok(follow, hi) { Next::Go(pc + 1, hi) } else { Next::Fail });
             }
-            let Some(c) = self.last_follow(follow, lo, hi) else {
+            let Some(c) = self.last_stop(pc, follow, lo, hi)? else {
                 self.tick(hi - lo)?;
                 return Ok(Next::Fail);
             };
@@ -1238,7 +1316,7 @@ impl Vm<'_, '_, '_> {
                     if pos <= min {
                         continue;
                     }
-                    match self.last_follow(follow, min, pos - 1) {
+                    match self.last_stop(pc, follow, min, pos - 1)? {
                         Some(c) => {
                             self.tick(pos - c)?;
                             if c > min {
@@ -1765,6 +1843,8 @@ impl Compiler<'_, '_> {
     }
 }
 
+/// Most instructions a repeat giving back checks at each place it could stop.
+const TAIL_INSTS: usize = 8;
 /// Most bytes of a program's fixed prefix checked before it runs.
 const MAX_PREFIX: u32 = 32;
 /// Most instructions [`Compiler::first_at`] visits for one question.
