@@ -104,7 +104,8 @@ fn main() {
                 dfa.try_search_fwd(&mut cache, &input).ok().flatten().is_some()
             })
             .collect();
-        cases.push(Case { name: rule.name.clone(), raw: is_raw, program, texts: passing, time: Duration::MAX, steps: 0 });
+        let name = rule.name.clone();
+        cases.push(Case { name, raw: is_raw, program, texts: passing, time: Duration::MAX, steps: 0 });
     }
 
     let mut scratch = BacktrackScratch::for_programs(cases.iter().map(|c| &c.program.program));
@@ -142,7 +143,7 @@ fn main() {
         steps as f64 / n,
         total.as_nanos() as f64 / steps.max(1) as f64
     );
-    cases.sort_by(|a, b| b.time.cmp(&a.time));
+    cases.sort_by_key(|c| std::cmp::Reverse(c.time));
     println!("top patterns (us/message, runs/pass, steps/run):");
     for c in cases.iter().take(10) {
         println!(

@@ -788,7 +788,8 @@ impl Vm<'_, '_, '_> {
     }
 
     fn class_scan(&self, c: u16) -> ClassScan {
-        self.prog.class_scans.get(usize::from(c)).copied().unwrap_or(ClassScan { inside: Few::Many, outside: Few::Many })
+        let many = ClassScan { inside: Few::Many, outside: Few::Many };
+        self.prog.class_scans.get(usize::from(c)).copied().unwrap_or(many)
     }
 
     /// How many bytes at the start of `run` are in class `c`.
@@ -2205,7 +2206,47 @@ mod tests {
             // Alternatives and options skipped by their first byte.
             (r"/(?:ab|cd|ef)+g/", "abcdxefg", Some((5, 8)), 1),
             (r"/x(?:ab)?c/", "xac xabc xc", Some((4, 8)), 2),
+            // A repeat whose class and follow set are disjoint runs possessively;
+            // where they meet (/i folds `k` into the class) it still gives back.
+            (r"/[a-z]+k/i", "abck", Some((0, 4)), 1),
+            (r"/[a-z]+K/", "abcK abK", Some((0, 4)), 2),
+            (r"/[^\n]+\n+x/", "ab\n\ncd\nx", Some((4, 8)), 1),
+            (r"/a+ab/", "aaab", Some((0, 4)), 1),
+            // Follow sets through loops: the body's first byte or the exit's.
+            (r"/(?:x\d+)*y/", "x12x3y", Some((0, 6)), 1),
+            (r"/(?:x\d+)*\dy/", "x123y", Some((0, 5)), 1),
+            (r"/(?:x\d+)*?y/", "x1x2y", Some((0, 5)), 1),
+            // Fixed prefixes: scanned at their rarest byte, case-sensitive or
+            // folded; none inside an alternation.
+            (r"/[a-z]q[0-9]/", "xq bq2 aq", Some((3, 6)), 1),
+            (r"/(?:abc|abd)x/", "abcy abdx", Some((5, 9)), 1),
+            (r"/From: x/", "from: x From: x", Some((8, 15)), 1),
+            (r"/From: x/i", "from: x From: x", Some((0, 7)), 2),
+            (r"/^To: (\w)\1/m", "xTo: aa\nTo: bb", Some((8, 14)), 1),
+            (r"/^to: (\w)\1/mi", "To: ab\nTO: cc", Some((7, 13)), 1),
+            (r"/\nsubj: ([a-z]+)\1/i", "\nSubj: abAB\nsubj: xx", Some((0, 11)), 2),
+            // Giving back stops only where the instructions after the repeat
+            // (bytes, classes, assertions, a backreference) match.
+            (r"/(ab)[^\n]{0,10}\1x/i", "abzzABy ABx", Some((0, 11)), 1),
+            (r"/(ab)[^\n]{0,10}\1x/", "abzzABx abx", Some((0, 11)), 1),
+            (r"/(\w+)[^\n]{0,20}\1;/", "ab cab; ab;", Some((0, 11)), 1),
+            (r"/[^\n]{0,30} for (\w+);/", "by x for you, for me; done", Some((0, 21)), 1),
+            (r"/[^\n]{0,30} FOR (\w+);/i", "by x for you, For me; done", Some((0, 21)), 1),
+            (r"/\w+\b:/", "ab cd: x", Some((3, 6)), 1),
+            (r"/[^:]{2,}(?=:)\w/", "ab:c", None, 0),
             // Shaped like stock rules.
+            (
+                r"/\nReceived:[^\n]{0,200} for <?([^\n\s>;]+)>?;(?:[^\n]+\n+)*Subject: [^\n]{0,100}\1[^a-z0-9]/ism",
+                "x\nReceived: by a for <bob@x.org>; now\nTo: y\nSubject: hi bob@x.org!\nZ: z",
+                Some((1, 66)),
+                1,
+            ),
+            (
+                r"/\nReceived:[^\n]{0,200} for <?([^\n\s>;]+)>?;(?:[^\n]+\n+)*Subject: [^\n]{0,100}\1[^a-z0-9]/ism",
+                "x\nReceived: by a for <bob@x.org>; now\nTo: y\nSubject: hi bob@x.orgs\nZ: z",
+                None,
+                0,
+            ),
             (
                 r"/^(?!(?:mail|bounce)[_.-])[^@]*(?:[bcdfg]{5}|([a-z]{1,2})(?:\1){3})/mi",
                 "mail.xyxyxyxy\nqwbcdfgz",
@@ -2220,6 +2261,59 @@ mod tests {
             assert_eq!(got, Ok(want), "{re} on {hay:?}");
             let counted = b.program.count_matches(hay.as_bytes(), u32::MAX, &mut scratch);
             assert_eq!(counted, MatchCount { count, undecided: None }, "{re} /g on {hay:?}");
+        }
+    }
+
+    /// The shortcuts apply where they are sound and only there.
+    #[test]
+    fn fast_paths_apply_only_where_sound() {
+        let possessive = |re: &str| -> Vec<bool> {
+            let b = program(re);
+            b.program
+                .insts
+                .iter()
+                .filter_map(|i| match i {
+                    Inst::Repeat { possessive, .. } => Some(*possessive),
+                    _ => None,
+                })
+                .collect()
+        };
+        let rows: &[(&str, &[bool])] = &[
+            (r"/[a-z]+K/", &[true]),
+            (r"/[a-z]+k/i", &[false]),
+            (r"/a+ab/", &[false]),
+            (r"/[^\n]+\n+x/", &[true, true]),
+            (r"/(?:x\d+)*y/", &[true]),
+            (r"/(?:x\d+)*\dy/", &[false]),
+            (r"/(?:[^\n]+\n+)*Subject/i", &[true, true]),
+            // What follows is unknown (a backreference, the end): no change.
+            (r"/(a)b+\1/", &[false]),
+            (r"/b+/", &[false]),
+        ];
+        for (re, want) in rows {
+            assert_eq!(possessive(re), *want, "{re}");
+        }
+        let set_of = |f: fn(u8) -> bool| {
+            let mut set = ByteSet::default();
+            (0..=255u8).filter(|&b| f(b)).for_each(|b| set.insert(b));
+            set
+        };
+        // (pattern, instructions and bytes of the checked prefix, scan).
+        let rows: &[(&str, u32, u32, Scan)] = &[
+            (r"/From: x/", 1, 7, Scan::Bytes { offset: 0, bytes: Few::One(b'F') }),
+            (r"/From: x/i", 6, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
+            (r"/[a-z]q[0-9]/", 3, 3, Scan::Bytes { offset: 1, bytes: Few::One(b'q') }),
+            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 0, bytes: Few::One(b'T') }),
+            // An alternation ends the prefix; the first bytes still guide the scan.
+            (r"/(?:abc|abd)x/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
+            (r"/(?:ab|cd|ef|gh)x/", 0, 0, Scan::Set(set_of(|b| matches!(b, b'a' | b'c' | b'e' | b'g')))),
+            (r"/(a)\1/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
+            (r"/\w+x/", 0, 0, Scan::Set(set_of(|b| b.is_ascii_alphanumeric() || b == b'_'))),
+            (r"/(?=a)\s*/", 0, 0, Scan::Any),
+        ];
+        for &(re, pc, len, scan) in rows {
+            let b = program(re);
+            assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
         }
     }
 
