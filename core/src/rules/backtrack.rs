@@ -27,6 +27,13 @@
 //! Exhaustion is rare: none in 41,000 runs over stock rules and corpus mail
 //! (`core/tests/backtrack_stock.rs`).
 //!
+//! Shortcuts keep the common shapes cheap without changing a result: start
+//! positions are found with memchr on the rarest byte of a fixed prefix, which is
+//! checked before the program runs; a repeat whose class cannot overlap what
+//! follows it keeps no frame; runs and give-backs are searched with memchr, and
+//! a repeat giving back skips places where the frame-free instructions after it
+//! (a backreference among them) fail.
+//!
 //! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
 //! are the translated byte classes, `$` is end of text.
 
@@ -855,7 +862,7 @@ impl Vm<'_, '_, '_> {
                 Some(&Inst::Literal { start, len }) => {
                     let want = self.prog.bytes.get(start as usize..start as usize + len as usize);
                     let have = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
-                    pos += len;
+                    pos = pos.saturating_add(len);
                     want.is_some() && want == have
                 }
                 Some(&Inst::Look(a)) => self.assert(a, pos),
