@@ -27,6 +27,13 @@
 //! Exhaustion is rare: none in 41,000 runs over stock rules and corpus mail
 //! (`core/tests/backtrack_stock.rs`).
 //!
+//! Shortcuts keep the common shapes cheap without changing a result: start
+//! positions are found with memchr on the rarest byte of a fixed prefix, which is
+//! checked before the program runs; a repeat whose class cannot overlap what
+//! follows it keeps no frame; runs and give-backs are searched with memchr, and
+//! a repeat giving back skips places where the frame-free instructions after it
+//! (a backreference among them) fail.
+//!
 //! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
 //! are the translated byte classes, `$` is end of text.
 
@@ -202,6 +209,10 @@ impl ByteSet {
         ByteSet { lo: self.lo | other.lo, hi: self.hi | other.hi }
     }
 
+    fn intersect(self, other: ByteSet) -> ByteSet {
+        ByteSet { lo: self.lo & other.lo, hi: self.hi & other.hi }
+    }
+
     fn count(&self) -> u32 {
         self.lo.count_ones() + self.hi.count_ones()
     }
@@ -372,18 +383,107 @@ enum Anchor {
     Line,
 }
 
+/// A byte set small enough for memchr: at most three bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Few {
+    Empty,
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
+    /// More than three bytes.
+    Many,
+}
+
+impl Few {
+    fn of(set: ByteSet) -> Few {
+        let mut bytes = set.bytes();
+        match (set.count(), bytes.next(), bytes.next(), bytes.next()) {
+            (0, ..) => Few::Empty,
+            (1, Some(a), _, _) => Few::One(a),
+            (2, Some(a), Some(b), _) => Few::Two(a, b),
+            (3, Some(a), Some(b), Some(c)) => Few::Three(a, b, c),
+            _ => Few::Many,
+        }
+    }
+
+    /// The first byte of `hay` in the set: `Err` when the set is `Many`.
+    fn find(self, hay: &[u8]) -> Result<Option<usize>, ()> {
+        Ok(match self {
+            Few::Empty => None,
+            Few::One(a) => memchr::memchr(a, hay),
+            Few::Two(a, b) => memchr::memchr2(a, b, hay),
+            Few::Three(a, b, c) => memchr::memchr3(a, b, c, hay),
+            Few::Many => return Err(()),
+        })
+    }
+
+    /// The last byte of `hay` in the set: `Err` when the set is `Many`.
+    fn rfind(self, hay: &[u8]) -> Result<Option<usize>, ()> {
+        Ok(match self {
+            Few::Empty => None,
+            Few::One(a) => memchr::memrchr(a, hay),
+            Few::Two(a, b) => memchr::memrchr2(a, b, hay),
+            Few::Three(a, b, c) => memchr::memrchr3(a, b, c, hay),
+            Few::Many => return Err(()),
+        })
+    }
+}
+
+/// A class as memchr can search it: its bytes, and the bytes outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClassScan {
+    inside: Few,
+    outside: Few,
+}
+
+impl ClassScan {
+    fn of(set: ByteSet) -> ClassScan {
+        let outside = ByteSet { lo: !set.lo, hi: !set.hi };
+        ClassScan { inside: Few::of(set), outside: Few::of(outside) }
+    }
+}
+
+/// Which bytes the search looks for before trying a start position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Every position.
+    Any,
+    /// The byte `offset` bytes after the start is one of `bytes` (not `Many`).
+    Bytes { offset: u32, bytes: Few },
+    /// The first byte is in this set.
+    Set(ByteSet),
+}
+
+impl Scan {
+    /// The scan for a byte set `offset` bytes into every match.
+    fn of(set: ByteSet, offset: u32) -> Scan {
+        match Few::of(set) {
+            Few::Many if offset == 0 && set != ByteSet::ALL => Scan::Set(set),
+            Few::Many | Few::Empty => Scan::Any,
+            bytes => Scan::Bytes { offset, bytes },
+        }
+    }
+}
+
 /// The exact matcher of one pattern. Immutable; runs with a [`BacktrackScratch`].
 #[derive(Debug, Clone)]
 pub struct Program {
     insts: Vec<Inst>,
     classes: Vec<ByteSet>,
+    /// `classes` as memchr searches them.
+    class_scans: Vec<ClassScan>,
     bytes: Vec<u8>,
     /// Capture groups a backreference reads.
     groups: usize,
     counters: usize,
     anchor: Anchor,
-    /// Bytes a match can start with; `None`: any, or an empty match.
-    first: Option<ByteSet>,
+    /// How the search skips to where a match can start.
+    scan: Scan,
+    /// The program begins with `prefix_pc` instructions that each match fixed
+    /// bytes (or an assertion `anchor` already guarantees), `prefix_len` bytes in
+    /// all: the search checks them before running the program from after them.
+    prefix_pc: u32,
+    prefix_len: u32,
     /// Shortest match.
     min_len: u32,
     /// The pattern starts with `X+` (greedy or possessive, unbounded): when an
@@ -658,8 +758,16 @@ enum Next {
 
 impl Vm<'_, '_, '_> {
     fn tick(&mut self, n: u32) -> Result<(), Undecided> {
-        self.steps = self.steps.checked_sub(n).ok_or(Undecided::StepLimit)?;
-        Ok(())
+        match self.steps.checked_sub(n) {
+            Some(left) => {
+                self.steps = left;
+                Ok(())
+            }
+            None => {
+                self.steps = 0;
+                Err(Undecided::StepLimit)
+            }
+        }
     }
 
     fn push(&mut self, frame: Frame) -> Result<(), Undecided> {
@@ -684,6 +792,129 @@ impl Vm<'_, '_, '_> {
 
     fn in_class(&self, c: u16, pos: u32) -> bool {
         self.byte(pos).is_some_and(|b| self.class(c).contains(b))
+    }
+
+    fn class_scan(&self, c: u16) -> ClassScan {
+        let many = ClassScan { inside: Few::Many, outside: Few::Many };
+        self.prog.class_scans.get(usize::from(c)).copied().unwrap_or(many)
+    }
+
+    /// How many bytes at the start of `run` are in class `c`.
+    fn run_len(&self, c: u16, run: &[u8]) -> usize {
+        match self.class_scan(c).outside.find(run) {
+            Ok(found) => found.unwrap_or(run.len()),
+            Err(()) => {
+                let set = self.class(c);
+                run.iter().position(|&b| !set.contains(b)).unwrap_or(run.len())
+            }
+        }
+    }
+
+    /// The last position in `lo..=hi` where what follows a repeat can begin.
+    fn last_follow(&self, follow: u16, lo: u32, hi: u32) -> Option<u32> {
+        if follow == NO_CLASS {
+            return Some(hi);
+        }
+        let end = (hi as usize).saturating_add(1).min(self.hay.len());
+        let window = self.hay.get(lo as usize..end).unwrap_or(&[]);
+        let found = match self.class_scan(follow).inside.rfind(window) {
+            Ok(found) => found,
+            Err(()) => {
+                let set = self.class(follow);
+                window.iter().rposition(|&b| set.contains(b))
+            }
+        };
+        found.map(|p| lo + p as u32)
+    }
+
+    /// The captured text of group `slot`, when set.
+    fn captured(&self, slot: u16) -> Option<&[u8]> {
+        let g = self.s.groups.get(usize::from(slot))?;
+        self.hay.get(g.start as usize..g.end as usize)
+    }
+
+    /// The length of group `slot`'s text when it occurs again at `pos`.
+    fn backref(&mut self, slot: u16, fold: bool, pos: u32) -> Result<Option<u32>, Undecided> {
+        let hay = self.hay;
+        let Some(captured) = self.captured(slot) else { return Ok(None) };
+        let len = captured.len();
+        let here = hay.get(pos as usize..(pos as usize).saturating_add(len));
+        let same = here.is_some_and(|h| if fold { h.eq_ignore_ascii_case(captured) } else { h == captured });
+        self.tick(len as u32 / 16)?;
+        Ok(same.then_some(len as u32))
+    }
+
+    /// Whether the instructions from `pc` that decide without a frame (bytes,
+    /// classes, literals, assertions, backreferences; at most [`TAIL_INSTS`])
+    /// match at `pos`. When they do not, running them would fail there and
+    /// backtrack, so a repeat giving back can skip `pos`.
+    fn tail_matches(&mut self, mut pc: u32, mut pos: u32) -> Result<bool, Undecided> {
+        for _ in 0..TAIL_INSTS {
+            let ok = match self.prog.insts.get(pc as usize) {
+                Some(&Inst::Byte(b)) => {
+                    pos += 1;
+                    self.byte(pos - 1) == Some(b)
+                }
+                Some(&Inst::Class(c)) => {
+                    pos += 1;
+                    self.in_class(c, pos - 1)
+                }
+                Some(&Inst::Literal { start, len }) => {
+                    let want = self.prog.bytes.get(start as usize..start as usize + len as usize);
+                    let have = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
+                    pos = pos.saturating_add(len);
+                    want.is_some() && want == have
+                }
+                Some(&Inst::Look(a)) => self.assert(a, pos),
+                Some(&Inst::Backref { slot, fold }) => match self.backref(slot, fold, pos)? {
+                    Some(len) => {
+                        pos += len;
+                        true
+                    }
+                    None => false,
+                },
+                _ => return Ok(true),
+            };
+            if !ok {
+                return Ok(false);
+            }
+            pc += 1;
+        }
+        Ok(true)
+    }
+
+    /// The bytes a backreference at `pc` can begin with, when known.
+    fn backref_first(&self, pc: u32) -> Option<Few> {
+        let Some(&Inst::Backref { slot, fold }) = self.prog.insts.get(pc as usize) else { return None };
+        let &b = self.captured(slot)?.first()?;
+        let (l, u) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+        Some(if fold && l != u { Few::Two(l, u) } else { Few::One(b) })
+    }
+
+    /// The last position in `lo..=hi` where the repeat at `pc` (with follow
+    /// class `follow`) can stop: what follows can begin there.
+    fn last_stop(&mut self, pc: u32, follow: u16, lo: u32, hi: u32) -> Result<Option<u32>, Undecided> {
+        let first = if follow == NO_CLASS { self.backref_first(pc + 1) } else { None };
+        let mut hi = hi;
+        loop {
+            let found = match first {
+                Some(few) => {
+                    let end = (hi as usize).saturating_add(1).min(self.hay.len());
+                    let window = self.hay.get(lo as usize..end).unwrap_or(&[]);
+                    few.rfind(window).ok().flatten().map(|p| lo + p as u32)
+                }
+                None => self.last_follow(follow, lo, hi),
+            };
+            let Some(c) = found else { return Ok(None) };
+            if self.tail_matches(pc + 1, c)? {
+                return Ok(Some(c));
+            }
+            self.tick(1)?;
+            if c <= lo {
+                return Ok(None);
+            }
+            hi = c - 1;
+        }
     }
 
     /// Whether the byte at `pos` can begin what follows a repeat.
@@ -712,7 +943,8 @@ impl Vm<'_, '_, '_> {
         }
     }
 
-    /// The next position at or after `at` where a match may start.
+    /// The next position at or after `at` where a match may start, its fixed
+    /// prefix checked.
     fn candidate(&self, mut at: usize) -> Option<usize> {
         let hay = self.hay;
         let min_len = self.prog.min_len as usize;
@@ -728,25 +960,49 @@ impl Vm<'_, '_, '_> {
                 }
                 _ => {}
             }
-            let Some(first) = &self.prog.first else { return Some(at) };
-            let rest = hay.get(at..)?;
-            let skip = match first.count() {
-                1..=3 => {
-                    let mut bs = first.bytes();
-                    let a = bs.next()?;
-                    match (bs.next(), bs.next()) {
-                        (None, _) => memchr::memchr(a, rest)?,
-                        (Some(b), None) => memchr::memchr2(a, b, rest)?,
-                        (Some(b), Some(c)) => memchr::memchr3(a, b, c, rest)?,
-                    }
-                }
-                _ => rest.iter().position(|&b| first.contains(b))?,
+            let skip = match self.prog.scan {
+                Scan::Any => 0,
+                Scan::Bytes { offset, bytes } => bytes.find(hay.get(at + offset as usize..)?).ok()??,
+                Scan::Set(set) => hay.get(at..)?.iter().position(|&b| set.contains(b))?,
             };
-            if skip == 0 {
+            if skip > 0 {
+                at += skip;
+                continue;
+            }
+            if self.prefix_matches(at) {
                 return Some(at);
             }
-            at += skip;
+            at += 1;
         }
+    }
+
+    /// Whether the program's fixed prefix matches at `at`.
+    fn prefix_matches(&self, at: usize) -> bool {
+        let mut pos = at;
+        let prefix = self.prog.insts.get(..self.prog.prefix_pc as usize).unwrap_or(&[]);
+        for inst in prefix {
+            let ok = match *inst {
+                Inst::Byte(b) => {
+                    pos += 1;
+                    self.hay.get(pos - 1) == Some(&b)
+                }
+                Inst::Class(c) => {
+                    pos += 1;
+                    self.hay.get(pos - 1).is_some_and(|&b| self.class(c).contains(b))
+                }
+                Inst::Literal { start, len } => {
+                    let (start, len) = (start as usize, len as usize);
+                    let want = self.prog.bytes.get(start..start + len);
+                    pos += len;
+                    want.is_some_and(|w| self.hay.get(pos - len..pos) == Some(w))
+                }
+                _ => true,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
     }
 
     fn search(&mut self, start: usize) -> Result<Option<(usize, usize)>, Undecided> {
@@ -775,7 +1031,7 @@ impl Vm<'_, '_, '_> {
         for g in self.s.groups.iter_mut().take(self.prog.groups) {
             *g = GroupSlots::UNSET;
         }
-        let (mut pc, mut pos) = (0u32, at);
+        let (mut pc, mut pos) = (self.prog.prefix_pc, at + self.prog.prefix_len);
         loop {
             self.tick(1)?;
             let next = match self.prog.insts.get(pc as usize) {
@@ -905,22 +1161,10 @@ impl Vm<'_, '_, '_> {
                 }
                 Next::Go(next, pos)
             }
-            Inst::Backref { slot, fold } => {
-                let Some(g) = self.s.groups.get(usize::from(slot)).copied() else { return Ok(Next::Fail) };
-                let (Some(captured), Some(len)) =
-                    (self.hay.get(g.start as usize..g.end as usize), g.end.checked_sub(g.start))
-                else {
-                    return Ok(Next::Fail);
-                };
-                self.tick(len / 16)?;
-                let here = self.hay.get(pos as usize..(pos as usize).saturating_add(len as usize));
-                let same = here.is_some_and(|h| if fold { h.eq_ignore_ascii_case(captured) } else { h == captured });
-                if same {
-                    Next::Go(next, pos + len)
-                } else {
-                    Next::Fail
-                }
-            }
+            Inst::Backref { slot, fold } => match self.backref(slot, fold, pos)? {
+                Some(len) => Next::Go(next, pos + len),
+                None => Next::Fail,
+            },
             Inst::LookStart { kind, min, max, end } => {
                 let (min, max) = (u32::from(min), u32::from(max));
                 let marker = u32::try_from(self.s.stack.len()).map_err(|_| Undecided::StackLimit)?;
@@ -988,7 +1232,7 @@ impl Vm<'_, '_, '_> {
         if greedy {
             let limit = pos + max.min(room);
             let run = self.hay.get(pos as usize..limit as usize).unwrap_or(&[]);
-            let n = run.iter().position(|&b| !set.contains(b)).unwrap_or(run.len()) as u32;
+            let n = self.run_len(class, run) as u32;
             self.tick(n)?;
             if n < min {
                 return Ok(Next::Fail);
@@ -997,14 +1241,11 @@ impl Vm<'_, '_, '_> {
             if possessive {
                 return Ok(if self.follow_ok(follow, hi) { Next::Go(pc + 1, hi) } else { Next::Fail });
             }
-            let mut c = hi;
-            while c > lo && !self.follow_ok(follow, c) {
-                c -= 1;
-            }
-            self.tick(hi - c)?;
-            if !self.follow_ok(follow, c) {
+            let Some(c) = self.last_stop(pc, follow, lo, hi)? else {
+                self.tick(hi - lo)?;
                 return Ok(Next::Fail);
-            }
+            };
+            self.tick(hi - c)?;
             if c > lo {
                 self.push(Frame::GiveBack { pc, min: lo, pos: c })?;
             }
@@ -1080,16 +1321,18 @@ impl Vm<'_, '_, '_> {
                 }
                 Frame::GiveBack { pc, min, pos } => {
                     let Some(&Inst::Repeat { follow, .. }) = self.prog.insts.get(pc as usize) else { continue };
-                    let mut c = pos;
-                    while c > min {
-                        c -= 1;
-                        self.tick(1)?;
-                        if self.follow_ok(follow, c) {
+                    if pos <= min {
+                        continue;
+                    }
+                    match self.last_stop(pc, follow, min, pos - 1)? {
+                        Some(c) => {
+                            self.tick(pos - c)?;
                             if c > min {
                                 self.push(Frame::GiveBack { pc, min, pos: c })?;
                             }
                             return Ok(Some((pc + 1, c)));
                         }
+                        None => self.tick(pos - min)?,
                     }
                 }
                 Frame::TakeMore { pc, pos, count } => {
@@ -1286,18 +1529,27 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
     c.push(Inst::Match)?;
     c.fill_follow();
     let (nullable, first) = first_bytes(&hir, 0);
+    let anchor = anchor(&hir, 0);
+    let (prefix_pc, prefix_len, scan) = c.prefix(anchor);
+    let scan = match scan {
+        Scan::Any if !nullable => Scan::of(first, 0),
+        scan => scan,
+    };
     let skip_runs = match c.insts.first() {
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
     };
     let program = Program {
         insts: c.insts,
+        class_scans: c.classes.iter().map(|&set| ClassScan::of(set)).collect(),
         classes: c.classes,
         bytes: c.bytes,
         groups: groups.slots.iter().flatten().count(),
         counters: usize::from(c.counters),
-        anchor: anchor(&hir, 0),
-        first: (!nullable && first != ByteSet::ALL).then_some(first),
+        anchor,
+        scan,
+        prefix_pc,
+        prefix_len,
         min_len: min_len(&hir, 0),
         skip_runs,
     };
@@ -1500,36 +1752,111 @@ impl Compiler<'_, '_> {
     }
 
     /// Notes, for each single-byte repeat, the bytes what follows it must start
-    /// with, so giving back and taking more can skip hopeless positions.
+    /// with, so giving back and taking more can skip hopeless positions. A repeat
+    /// whose class and follow set are disjoint can only end where its run ends
+    /// (every byte it could give back or take is in its class, so not in the
+    /// follow set): it becomes possessive and leaves no frame to backtrack into.
     fn fill_follow(&mut self) {
         for pc in 0..self.insts.len() {
             let Some(&Inst::Repeat { class, min, max, greedy, possessive, .. }) = self.insts.get(pc) else {
                 continue;
             };
-            let Some(set) = self.first_at(pc + 1) else { continue };
+            let mut fuel = FIRST_AT_FUEL;
+            let Some(set) = self.first_at(pc + 1, &mut fuel) else { continue };
             let Ok(follow) = self.class(set) else { continue };
+            let disjoint = self.classes.get(usize::from(class)).is_some_and(|c| c.intersect(set).count() == 0);
+            let possessive = possessive || disjoint;
+            let greedy = greedy || disjoint;
             if let Some(slot) = self.insts.get_mut(pc) {
                 *slot = Inst::Repeat { class, min, max, greedy, possessive, follow };
             }
         }
     }
 
-    /// The bytes a match from `pc` must begin with, when plain to see.
-    fn first_at(&self, mut pc: usize) -> Option<ByteSet> {
-        for _ in 0..16 {
-            match *self.insts.get(pc)? {
-                Inst::Byte(b) => return Some(ByteSet::single(b)),
-                Inst::Literal { start, .. } => return self.bytes.get(start as usize).map(|&b| ByteSet::single(b)),
-                Inst::Class(c) => return self.classes.get(usize::from(c)).copied(),
-                Inst::Repeat { class, min, .. } if min > 0 => return self.classes.get(usize::from(class)).copied(),
-                Inst::Jump(to) => pc = to as usize,
-                Inst::Open(_) | Inst::Close(_) | Inst::Look(_) => pc += 1,
-                _ => return None,
+    /// The leading instructions that match fixed bytes (or assert what `anchor`
+    /// guarantees): how many, the bytes they match, and the scan for the
+    /// fewest bytes at one offset into them.
+    fn prefix(&self, anchor: Anchor) -> (u32, u32, Scan) {
+        let (mut pc, mut len) = (0u32, 0u32);
+        let mut best: Option<(ByteSet, u32)> = None;
+        let mut first = None;
+        let mut consider = |set: ByteSet, offset: u32| {
+            if offset == 0 {
+                first = Some(set);
             }
+            if best.is_none_or(|(b, _)| set.count() < b.count()) {
+                best = Some((set, offset));
+            }
+        };
+        while len < MAX_PREFIX {
+            match self.insts.get(pc as usize) {
+                Some(&Inst::Byte(b)) => consider(ByteSet::single(b), len),
+                Some(&Inst::Class(c)) => match self.classes.get(usize::from(c)) {
+                    Some(&set) => consider(set, len),
+                    None => break,
+                },
+                Some(&Inst::Literal { start, len: n }) => {
+                    let Some(bytes) = self.bytes.get(start as usize..start as usize + n as usize) else { break };
+                    for (i, &b) in bytes.iter().enumerate() {
+                        consider(ByteSet::single(b), len + i as u32);
+                    }
+                }
+                Some(Inst::Look(Assert::Start)) if pc == 0 && anchor == Anchor::Start => {}
+                Some(Inst::Look(Assert::StartLine)) if pc == 0 && anchor == Anchor::Line => {}
+                _ => break,
+            }
+            if let Some(&Inst::Literal { len: n, .. }) = self.insts.get(pc as usize) {
+                len += n;
+            } else if !matches!(self.insts.get(pc as usize), Some(Inst::Look(_))) {
+                len += 1;
+            }
+            pc += 1;
         }
-        None
+        let scan = match best {
+            Some((set, offset)) if set.count() <= 3 => Scan::of(set, offset),
+            _ => first.map_or(Scan::Any, |set| Scan::of(set, 0)),
+        };
+        (pc, len, scan)
+    }
+
+    /// The bytes a match from `pc` must begin with, when plain to see: a
+    /// superset of what can follow, through jumps, alternatives and loops.
+    /// `fuel` bounds the instructions visited.
+    fn first_at(&self, pc: usize, fuel: &mut u32) -> Option<ByteSet> {
+        *fuel = fuel.checked_sub(1)?;
+        match *self.insts.get(pc)? {
+            Inst::Byte(b) => Some(ByteSet::single(b)),
+            Inst::Literal { start, .. } => self.bytes.get(start as usize).map(|&b| ByteSet::single(b)),
+            Inst::Class(c) => self.classes.get(usize::from(c)).copied(),
+            Inst::Repeat { class, min, .. } => {
+                let set = self.classes.get(usize::from(class)).copied()?;
+                if min > 0 {
+                    Some(set)
+                } else {
+                    Some(set.union(self.first_at(pc + 1, fuel)?))
+                }
+            }
+            Inst::Jump(to) => self.first_at(to as usize, fuel),
+            Inst::Open(_) | Inst::Close(_) | Inst::Look(_) | Inst::RepeatStart { .. } => self.first_at(pc + 1, fuel),
+            Inst::Split { first, second, .. } => {
+                Some(self.first_at(first as usize, fuel)?.union(self.first_at(second as usize, fuel)?))
+            }
+            // The body (at `pc + 2`) or what follows the loop.
+            Inst::RepeatLoop { exit, .. } => {
+                Some(self.first_at(pc + 2, fuel)?.union(self.first_at(exit as usize, fuel)?))
+            }
+            Inst::RepeatEnd { loop_pc, .. } => self.first_at(loop_pc as usize, fuel),
+            _ => None,
+        }
     }
 }
+
+/// Most instructions a repeat giving back checks at each place it could stop.
+const TAIL_INSTS: usize = 8;
+/// Most bytes of a program's fixed prefix checked before it runs.
+const MAX_PREFIX: u32 = 32;
+/// Most instructions [`Compiler::first_at`] visits for one question.
+const FIRST_AT_FUEL: u32 = 64;
 
 /// Shortest and longest match of `hir` (lookarounds and backreference
 /// placeholders count as zero and unbounded width as they should).
@@ -1886,7 +2213,47 @@ mod tests {
             // Alternatives and options skipped by their first byte.
             (r"/(?:ab|cd|ef)+g/", "abcdxefg", Some((5, 8)), 1),
             (r"/x(?:ab)?c/", "xac xabc xc", Some((4, 8)), 2),
+            // A repeat whose class and follow set are disjoint runs possessively;
+            // where they meet (/i folds `k` into the class) it still gives back.
+            (r"/[a-z]+k/i", "abck", Some((0, 4)), 1),
+            (r"/[a-z]+K/", "abcK abK", Some((0, 4)), 2),
+            (r"/[^\n]+\n+x/", "ab\n\ncd\nx", Some((4, 8)), 1),
+            (r"/a+ab/", "aaab", Some((0, 4)), 1),
+            // Follow sets through loops: the body's first byte or the exit's.
+            (r"/(?:x\d+)*y/", "x12x3y", Some((0, 6)), 1),
+            (r"/(?:x\d+)*\dy/", "x123y", Some((0, 5)), 1),
+            (r"/(?:x\d+)*?y/", "x1x2y", Some((0, 5)), 1),
+            // Fixed prefixes: scanned at their rarest byte, case-sensitive or
+            // folded; none inside an alternation.
+            (r"/[a-z]q[0-9]/", "xq bq2 aq", Some((3, 6)), 1),
+            (r"/(?:abc|abd)x/", "abcy abdx", Some((5, 9)), 1),
+            (r"/From: x/", "from: x From: x", Some((8, 15)), 1),
+            (r"/From: x/i", "from: x From: x", Some((0, 7)), 2),
+            (r"/^To: (\w)\1/m", "xTo: aa\nTo: bb", Some((8, 14)), 1),
+            (r"/^to: (\w)\1/mi", "To: ab\nTO: cc", Some((7, 13)), 1),
+            (r"/\nsubj: ([a-z]+)\1/i", "\nSubj: abAB\nsubj: xx", Some((0, 11)), 2),
+            // Giving back stops only where the instructions after the repeat
+            // (bytes, classes, assertions, a backreference) match.
+            (r"/(ab)[^\n]{0,10}\1x/i", "abzzABy ABx", Some((0, 11)), 1),
+            (r"/(ab)[^\n]{0,10}\1x/", "abzzABx abx", Some((0, 11)), 1),
+            (r"/(\w+)[^\n]{0,20}\1;/", "ab cab; ab;", Some((0, 11)), 1),
+            (r"/[^\n]{0,30} for (\w+);/", "by x for you, for me; done", Some((0, 21)), 1),
+            (r"/[^\n]{0,30} FOR (\w+);/i", "by x for you, For me; done", Some((0, 21)), 1),
+            (r"/\w+\b:/", "ab cd: x", Some((3, 6)), 1),
+            (r"/[^:]{2,}(?=:)\w/", "ab:c", None, 0),
             // Shaped like stock rules.
+            (
+                r"/\nReceived:[^\n]{0,200} for <?([^\n\s>;]+)>?;(?:[^\n]+\n+)*Subject: [^\n]{0,100}\1[^a-z0-9]/ism",
+                "x\nReceived: by a for <bob@x.org>; now\nTo: y\nSubject: hi bob@x.org!\nZ: z",
+                Some((1, 66)),
+                1,
+            ),
+            (
+                r"/\nReceived:[^\n]{0,200} for <?([^\n\s>;]+)>?;(?:[^\n]+\n+)*Subject: [^\n]{0,100}\1[^a-z0-9]/ism",
+                "x\nReceived: by a for <bob@x.org>; now\nTo: y\nSubject: hi bob@x.orgs\nZ: z",
+                None,
+                0,
+            ),
             (
                 r"/^(?!(?:mail|bounce)[_.-])[^@]*(?:[bcdfg]{5}|([a-z]{1,2})(?:\1){3})/mi",
                 "mail.xyxyxyxy\nqwbcdfgz",
@@ -1901,6 +2268,59 @@ mod tests {
             assert_eq!(got, Ok(want), "{re} on {hay:?}");
             let counted = b.program.count_matches(hay.as_bytes(), u32::MAX, &mut scratch);
             assert_eq!(counted, MatchCount { count, undecided: None }, "{re} /g on {hay:?}");
+        }
+    }
+
+    /// The shortcuts apply where they are sound and only there.
+    #[test]
+    fn fast_paths_apply_only_where_sound() {
+        let possessive = |re: &str| -> Vec<bool> {
+            let b = program(re);
+            b.program
+                .insts
+                .iter()
+                .filter_map(|i| match i {
+                    Inst::Repeat { possessive, .. } => Some(*possessive),
+                    _ => None,
+                })
+                .collect()
+        };
+        let rows: &[(&str, &[bool])] = &[
+            (r"/[a-z]+K/", &[true]),
+            (r"/[a-z]+k/i", &[false]),
+            (r"/a+ab/", &[false]),
+            (r"/[^\n]+\n+x/", &[true, true]),
+            (r"/(?:x\d+)*y/", &[true]),
+            (r"/(?:x\d+)*\dy/", &[false]),
+            (r"/(?:[^\n]+\n+)*Subject/i", &[true, true]),
+            // What follows is unknown (a backreference, the end): no change.
+            (r"/(a)b+\1/", &[false]),
+            (r"/b+/", &[false]),
+        ];
+        for (re, want) in rows {
+            assert_eq!(possessive(re), *want, "{re}");
+        }
+        let set_of = |f: fn(u8) -> bool| {
+            let mut set = ByteSet::default();
+            (0..=255u8).filter(|&b| f(b)).for_each(|b| set.insert(b));
+            set
+        };
+        // (pattern, instructions and bytes of the checked prefix, scan).
+        let rows: &[(&str, u32, u32, Scan)] = &[
+            (r"/From: x/", 1, 7, Scan::Bytes { offset: 0, bytes: Few::One(b'F') }),
+            (r"/From: x/i", 6, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
+            (r"/[a-z]q[0-9]/", 3, 3, Scan::Bytes { offset: 1, bytes: Few::One(b'q') }),
+            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 0, bytes: Few::One(b'T') }),
+            // An alternation ends the prefix; the first bytes still guide the scan.
+            (r"/(?:abc|abd)x/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
+            (r"/(?:ab|cd|ef|gh)x/", 0, 0, Scan::Set(set_of(|b| matches!(b, b'a' | b'c' | b'e' | b'g')))),
+            (r"/(a)\1/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
+            (r"/\w+x/", 0, 0, Scan::Set(set_of(|b| b.is_ascii_alphanumeric() || b == b'_'))),
+            (r"/(?=a)\s*/", 0, 0, Scan::Any),
+        ];
+        for &(re, pc, len, scan) in rows {
+            let b = program(re);
+            assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
         }
     }
 
