@@ -124,7 +124,7 @@ pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(Ru
     let config = load_config(sources)?;
     let mut problem = None;
     let mut cache = match fs::read(cache_path) {
-        Ok(image) => DfaCache::from_bytes(&image).unwrap_or_else(|e| {
+        Ok(image) => DfaCache::from_image(image).unwrap_or_else(|e| {
             problem = Some(format!("{}: {e}; rebuilding it", cache_path.display()));
             DfaCache::new()
         }),

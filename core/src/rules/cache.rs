@@ -18,7 +18,7 @@ use super::literal::Required;
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
 const MAX_ENTRIES: usize = 1 << 20;
 /// Literals in one entry's list, at most: the same bound for a list.
@@ -36,11 +36,17 @@ pub(crate) type Key = [u8; 16];
 struct Entry {
     /// The dense DFA's serialized bytes (native endian); `None`: too big for a dense
     /// DFA, it runs lazily, no need to try again.
-    dfa: Option<Vec<u8>>,
+    dfa: Option<Stored>,
     /// For a lazy one, its NFA's image (`nfa_image`): rebuilt without parsing.
     nfa: Option<Vec<u8>>,
     required: Option<Required>,
     prefix: Option<Vec<Vec<u8>>>,
+}
+
+/// Bytes of an entry: in the image read at start (not copied), or added since.
+enum Stored {
+    Image(core::ops::Range<usize>),
+    Owned(Vec<u8>),
 }
 
 /// One pattern's cached outcome.
@@ -79,6 +85,8 @@ impl fmt::Display for CacheError {
 /// Dense DFAs from earlier compiles, and those the latest compile added.
 #[derive(Default)]
 pub struct DfaCache {
+    /// The image the cache was read from; entries point into it.
+    image: Vec<u8>,
     entries: BTreeMap<Key, Entry>,
     /// Keys the latest compile asked for: only they are written back.
     used: BTreeMap<Key, ()>,
@@ -94,7 +102,14 @@ impl DfaCache {
 
     /// Reads an image written by [`DfaCache::to_bytes`].
     pub fn from_bytes(image: &[u8]) -> Result<DfaCache, CacheError> {
-        let mut r = Reader { bytes: image, pos: 0 };
+        DfaCache::from_image(image.to_vec())
+    }
+
+    /// Reads an image written by [`DfaCache::to_bytes`], keeping it: its DFAs are not
+    /// copied until a compile takes them (a start reads tens of MiB).
+    pub fn from_image(image: Vec<u8>) -> Result<DfaCache, CacheError> {
+        let mut entries = BTreeMap::new();
+        let mut r = Reader { bytes: &image, pos: 0 };
         if r.take(MAGIC.len())? != MAGIC {
             return Err(CacheError::NotACache);
         }
@@ -106,7 +121,6 @@ impl DfaCache {
         if count > MAX_ENTRIES {
             return Err(CacheError::Truncated);
         }
-        let mut cache = DfaCache::new();
         for _ in 0..count {
             let mut key: Key = [0; 16];
             key.copy_from_slice(r.take(16)?);
@@ -114,7 +128,10 @@ impl DfaCache {
                 0 => None,
                 _ => {
                     let len = r.u32()? as usize;
-                    Some(r.take(len)?.to_vec())
+                    r.take(padding(r.pos))?;
+                    let start = r.pos;
+                    r.take(len)?;
+                    Some(Stored::Image(start..r.pos))
                 }
             };
             let min_hits = r.u32()?;
@@ -127,9 +144,16 @@ impl DfaCache {
                     Some(r.take(len)?.to_vec())
                 }
             };
-            cache.entries.insert(key, Entry { dfa, nfa, required, prefix });
+            entries.insert(key, Entry { dfa, nfa, required, prefix });
         }
-        Ok(cache)
+        Ok(DfaCache { image, entries, ..DfaCache::default() })
+    }
+
+    fn stored<'a>(&'a self, stored: &'a Stored) -> &'a [u8] {
+        match stored {
+            Stored::Image(range) => self.image.get(range.clone()).unwrap_or_default(),
+            Stored::Owned(bytes) => bytes,
+        }
     }
 
     /// The image of every entry the latest compile used or added, for the next start.
@@ -143,9 +167,13 @@ impl DfaCache {
             out.extend_from_slice(key);
             match &entry.dfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
-                Some(bytes) => {
+                Some(stored) => {
+                    let bytes = self.stored(stored);
                     out.extend_from_slice(&1u32.to_le_bytes());
-                    put_bytes(&mut out, bytes);
+                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    // DFAs are read in place: their words start 4-aligned in the image.
+                    out.resize(out.len() + padding(out.len()), 0);
+                    out.extend_from_slice(bytes);
                 }
             }
             out.extend_from_slice(&entry.required.as_ref().map_or(0, |r| r.min_hits).to_le_bytes());
@@ -184,7 +212,7 @@ impl DfaCache {
         let entry = self.entries.get(key)?;
         let dfa = match &entry.dfa {
             None => None,
-            Some(bytes) => Some(dense::DFA::from_bytes(bytes).ok().map(|(dfa, _)| dfa.to_owned())?),
+            Some(stored) => Some(dense::DFA::from_bytes(self.stored(stored)).ok().map(|(dfa, _)| dfa.to_owned())?),
         };
         let nfa = entry.nfa.as_deref().and_then(nfa_from_image);
         self.used.insert(*key, ());
@@ -196,7 +224,7 @@ impl DfaCache {
     pub(crate) fn put(&mut self, key: Key, found: Cached) {
         let dfa = found.dfa.map(|d| {
             let (bytes, padding) = d.to_bytes_native_endian();
-            bytes.get(padding..).unwrap_or_default().to_vec()
+            Stored::Owned(bytes.get(padding..).unwrap_or_default().to_vec())
         });
         let nfa = found.nfa.as_ref().and_then(nfa_image);
         self.entries.insert(key, Entry { dfa, nfa, required: found.required, prefix: found.prefix });
@@ -365,6 +393,11 @@ fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Op
     added.ok()
 }
 
+/// Bytes that bring `pos` to a multiple of 4.
+fn padding(pos: usize) -> usize {
+    (4 - pos % 4) % 4
+}
+
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
     out.extend_from_slice(bytes);
@@ -431,15 +464,15 @@ mod tests {
         good.put(key(&[b"b"]), Cached { dfa: None, nfa: None, required: None, prefix: None });
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x02\0\0\0\x01\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x03\0\0\0\x01\0\0\0".to_vec();
         huge.extend_from_slice(&[0; 16]);
         huge.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x02\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x01\0\0\0\0\0\0\0", Err(CacheError::Version(1))),
-            (b"SIFTDFA\0\x02\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x03\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x02\0\0\0\0\0\0\0", Err(CacheError::Version(2))),
+            (b"SIFTDFA\0\x03\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Truncated)),
             (&huge, Err(CacheError::Truncated)),
         ];
