@@ -319,21 +319,22 @@ impl RuleSet {
     }
 
     fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, engines: &mut Engines<'_>) {
-        for check in &self.mimeheaders {
-            let max = state.max_hits(check.rule);
-            let mut n = 0u32;
-            for part in message.parts() {
-                for h in part.headers() {
-                    if h.name.eq_ignore_ascii_case(check.name.as_bytes()) {
+        if self.mimeheaders.is_empty() {
+            return;
+        }
+        for part in message.parts() {
+            for h in part.headers() {
+                let first = self.mimeheaders.partition_point(|c| lowercase_cmp(c.name.as_bytes(), h.name).is_lt());
+                let same_name = self.mimeheaders.get(first..).unwrap_or_default().iter();
+                for check in same_name.take_while(|c| c.name.as_bytes().eq_ignore_ascii_case(h.name)) {
+                    let max = state.max_hits(check.rule);
+                    if max > 0 {
                         let value = if check.raw { h.raw } else { h.decoded };
-                        n = n.saturating_add(count_matches(&check.matcher, value, max - n.min(max), engines));
+                        let n = count_matches(&check.matcher, value, max, engines);
+                        state.add(check.rule, n);
                     }
                 }
-                if n >= max {
-                    break;
-                }
             }
-            state.add(check.rule, n);
         }
     }
 
@@ -383,6 +384,11 @@ impl RuleSet {
 }
 
 /// Perl's semantics: `&&` and `||` yield an operand, comparisons yield 1 or 0.
+/// Orders `a` (lowercase) against `b` as if `b` were lowercased too.
+fn lowercase_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    a.iter().copied().cmp(b.iter().map(u8::to_ascii_lowercase))
+}
+
 fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
     let truth = |t: bool| if t { 1.0 } else { 0.0 };
     match op {
@@ -892,6 +898,11 @@ mod tests {
             ("header H exists:MESSAGEID", &["H"]),
             ("header H MESSAGEID =~ /abc\\@pharma/", &["H"]),
             ("header H ALL =~ /^To: you/m", &["H"]),
+            ("mimeheader M Content-Type =~ /text\\/plain/", &["M"]),
+            ("mimeheader M content-TYPE =~ /text\\/plain/", &["M"]),
+            ("mimeheader M Content-Type =~ /text\\/html/", &[]),
+            ("mimeheader M X-Nope =~ /./", &[]),
+            ("mimeheader A Content-Type =~ /plain/\nmimeheader B Content-Type =~ /^text/\nmimeheader C Content-Typo =~ /./", &["A", "B"]),
             ("body __A /viagra/i\nbody __B /friend/\nmeta M __A && __B", &["M"]),
             ("body __A /viagra/i\nbody __B /nothing here/\nmeta M __A && !__B", &["M"]),
             ("body __A /viagra/i\ntflags __A multiple\nmeta M __A > 3", &["M"]),

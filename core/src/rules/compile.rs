@@ -289,6 +289,7 @@ pub(crate) enum HeaderCheckTest {
 /// One `mimeheader` rule, compiled.
 pub(crate) struct MimeHeaderCheck {
     pub(crate) rule: u32,
+    /// The header name, lowercased.
     pub(crate) name: String,
     pub(crate) raw: bool,
     pub(crate) matcher: Matcher,
@@ -707,6 +708,8 @@ impl RuleSet {
         set.max_literals = set.max_literals.max(header_table.literals.len());
         // Group header checks by target so each target text is assembled once.
         set.headers.sort_by_key(|c| c.target);
+        // MIME header checks by name: a part's header finds its checks by binary search.
+        set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(set)
     }
 
@@ -810,7 +813,7 @@ impl RuleSet {
                 if active {
                     self.mimeheaders.push(MimeHeaderCheck {
                         rule,
-                        name: name.clone(),
+                        name: name.to_ascii_lowercase(),
                         raw: *raw,
                         matcher: built.matcher,
                     });
