@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::charset;
-use super::decode::{base64_decode, is_perl_space, q_word_decode};
+use super::decode::{base64_decode, find_short, is_perl_space, q_word_decode};
 use super::lines::{next_line, Eol};
 use super::{Span, Src};
 
@@ -151,7 +151,7 @@ pub(crate) fn decode_value(
     let t = raw.get(a..b).unwrap_or(&[]);
     let has_eol = memchr::memchr2(b'\n', b'\r', t).is_some();
     let text_ok = t.is_ascii() || core::str::from_utf8(t).is_ok();
-    let has_words = !skips_encoded_words(name) && memchr::memmem::find(t, b"=?").is_some();
+    let has_words = !skips_encoded_words(name) && find_short(t, b"=?").is_some();
     if !has_eol && text_ok && !has_words {
         return Decoded::Raw(a, b);
     }
