@@ -53,9 +53,10 @@ fn blank_run(buf: &[u8], pos: usize, end: usize, eol: Eol) -> usize {
     lines(buf, pos, end, eol).take_while(|l| is_blank(l.text(buf))).count()
 }
 
-/// Whether `src` holds `len` or more white space bytes in a row. Reads one byte in
-/// `len` (any such stretch covers one of them) and looks around the white ones.
-fn has_space_stretch(src: &[u8], len: usize) -> bool {
+/// Whether `src` holds a stretch of white space with `len` or more `term` bytes in
+/// it. Reads one byte in `len` (any such stretch covers one of them) and looks
+/// around the white ones.
+fn has_space_stretch(src: &[u8], len: usize, term: u8) -> bool {
     let Some(mut p) = len.checked_sub(1) else { return true };
     while let Some(&b) = src.get(p) {
         if !super::decode::is_perl_space(b) {
@@ -65,7 +66,10 @@ fn has_space_stretch(src: &[u8], len: usize) -> bool {
         let before = src.get(..p).unwrap_or(&[]).iter().rev().take_while(|&&b| super::decode::is_perl_space(b)).count();
         let after = src.get(p..).unwrap_or(&[]).iter().take_while(|&&b| super::decode::is_perl_space(b)).count();
         if before + after >= len {
-            return true;
+            let stretch = src.get(p - before..p + after).unwrap_or(&[]);
+            if memchr::memchr_iter(term, stretch).count() >= len {
+                return true;
+            }
         }
         // The byte after the stretch is not white: a later stretch starts beyond it.
         p += after + len;
@@ -77,7 +81,8 @@ fn has_space_stretch(src: &[u8], len: usize) -> bool {
 fn has_long_blank_run(buf: &[u8], start: usize, end: usize, eol: Eol, ctx: RunContext) -> bool {
     // More than 20 blank lines (20 after a blank separator) span at least 19 line
     // ends with only white space around them.
-    if !has_space_stretch(buf.get(start..end.min(buf.len())).unwrap_or(&[]), 19) {
+    let term = if eol == Eol::Cr { b'\r' } else { b'\n' };
+    if !has_space_stretch(buf.get(start..end.min(buf.len())).unwrap_or(&[]), 19, term) {
         return false;
     }
     let mut run = 0usize;
@@ -571,13 +576,19 @@ mod tests {
             for shift in 0..20 {
                 let mut t = vec![b'x'; shift];
                 t.extend_from_slice(&text);
-                let want = n + 1 >= 19;
-                assert_eq!(has_space_stretch(&t, 19), want, "n {n} shift {shift}");
+                let want = n >= 19;
+                assert_eq!(has_space_stretch(&t, 19, b'\n'), want, "n {n} shift {shift}");
             }
         }
-        assert!(!has_space_stretch(b"", 19));
-        assert!(has_space_stretch(b" \t\r\n\x0b\x0c", 6));
-        assert!(!has_space_stretch(b" \t\r\n\x0bx\x0c", 6));
+        assert!(!has_space_stretch(b"", 19, b'\n'));
+        assert!(has_space_stretch(b"\n\t\n\n \n\n\n", 6, b'\n'));
+        assert!(!has_space_stretch(b"\n\t\n\nx\n\n\n", 6, b'\n'));
+        // White space without enough line ends is no blank run.
+        assert!(!has_space_stretch(b"a          \n                   b", 2, b'\n'));
+        assert!(has_space_stretch(b"a          \n         \n          b", 2, b'\n'));
+        assert!(!has_space_stretch(b"a                                   b", 3, b'\n'));
+        assert!(has_space_stretch(b"a\r\r\rb", 3, b'\r'));
+        assert!(!has_space_stretch(b"a\r\r\rb", 3, b'\n'));
         // Lines of blanks with spaces in them count too.
         let blanks: Vec<u8> = b" \n".iter().copied().cycle().take(42).collect();
         assert!(has_long_blank_run(&blanks, 0, blanks.len(), Eol::Lf, RunContext::default()));
