@@ -8,6 +8,22 @@ pub(crate) fn is_perl_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c | 0x0b)
 }
 
+/// The first occurrence of `needle` in `hay`, as `memchr::memmem::find` gives it,
+/// for a short needle whose first byte is rare in `hay`: no searcher to build.
+pub(crate) fn find_short(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, tail)) = needle.split_first() else { return Some(0) };
+    let mut from = 0;
+    while let Some(k) = hay.get(from..).and_then(|h| memchr::memchr(first, h)) {
+        let at = from + k;
+        let after = hay.get(at + 1..)?;
+        if after.starts_with(tail) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 const INVALID: u8 = 0xff;
 const PAD: u8 = 0xfe;
 
@@ -126,6 +142,16 @@ pub(crate) fn qp_decode(src: &[u8], out: &mut Vec<u8>) {
     let mut w = start;
     let end = out.len();
     while r < end {
+        // Bytes other than `=` and LF are kept as they are: move them in one go.
+        let plain = out.get(r..end).map_or(0, |s| memchr::memchr2(b'=', b'\n', s).unwrap_or(s.len()));
+        if plain > 0 {
+            if w < r && r + plain <= out.len() {
+                out.copy_within(r..r + plain, w);
+            }
+            w += plain;
+            r += plain;
+            continue;
+        }
         let b = out.get(r).copied().unwrap_or(0);
         let mut byte = b;
         let mut used = 1;
@@ -179,7 +205,7 @@ pub(crate) fn q_word_decode(src: &[u8], out: &mut Vec<u8>) {
 
 /// Replaces CRLF by LF in `buf[start..]`, in place.
 pub(crate) fn squash_crlf(buf: &mut Vec<u8>, start: usize) {
-    let Some(first) = buf.get(start..).and_then(|s| memchr::memmem::find(s, b"\r\n")) else {
+    let Some(first) = buf.get(start..).and_then(|s| find_short(s, b"\r\n")) else {
         return;
     };
     let mut w = start + first;
@@ -257,9 +283,36 @@ mod tests {
             (b"=0D=0A", b"\n"),
             (b"end  ", b"end  "),
             (b"a=\n", b"a"),
+            (b"x\r\r\nz", b"x\nz"),
+            (b"\r=0Ax", b"\nx"),
+            (b"=0D\nx", b"\nx"),
+            (b"a=3D=3D\n=3Db", b"a==\n=b"),
+            (b"no escapes here\nline two\n", b"no escapes here\nline two\n"),
+            (b"=3D\r\nmore text after=\r\n=41", b"=\nmore text afterA"),
+            (b"=", b"="),
+            (b"=\r", b"=\r"),
         ];
         for (input, want) in cases {
             assert_eq!(qp(input), *want, "input {:?}", core::str::from_utf8(input));
+        }
+    }
+
+    #[test]
+    fn find_short_table() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"ab=?cd", b"=?"),
+            (b"a==b=?", b"=?"),
+            (b"a=b", b"=?"),
+            (b"=", b"=?"),
+            (b"", b"=?"),
+            (b"abc", b""),
+            (b"x\r\r\n", b"\r\n"),
+            (b"100%%20x", b"%20"),
+            (b"&amp;&#", b"&#"),
+            (b"&nbsp", b"&nbsp;"),
+        ];
+        for (hay, needle) in cases {
+            assert_eq!(find_short(hay, needle), memchr::memmem::find(hay, needle), "{hay:?} {needle:?}");
         }
     }
 

@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::charset;
-use super::decode::{base64_decode, is_perl_space, q_word_decode};
+use super::decode::{base64_decode, find_short, is_perl_space, q_word_decode};
 use super::lines::{next_line, Eol};
 use super::{Span, Src};
 
@@ -151,7 +151,7 @@ pub(crate) fn decode_value(
     let t = raw.get(a..b).unwrap_or(&[]);
     let has_eol = memchr::memchr2(b'\n', b'\r', t).is_some();
     let text_ok = t.is_ascii() || core::str::from_utf8(t).is_ok();
-    let has_words = !skips_encoded_words(name) && memchr::memmem::find(t, b"=?").is_some();
+    let has_words = !skips_encoded_words(name) && find_short(t, b"=?").is_some();
     if !has_eol && text_ok && !has_words {
         return Decoded::Raw(a, b);
     }
@@ -177,7 +177,8 @@ pub(crate) fn decode_value(
             }
             continue;
         }
-        let run = raw.get(i..).unwrap_or(&[]).iter().take_while(|&&b| b != b'\n' && b != b'\r').count();
+        let rest = raw.get(i..).unwrap_or(&[]);
+        let run = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
         tmp.extend_from_slice(raw.get(i..i + run).unwrap_or(&[]));
         i += run;
     }
@@ -412,6 +413,9 @@ mod tests {
             (b"Received", b" from =?utf-8?q?x?= by y", b"from =?utf-8?q?x?= by y"),
             (b"List-Id", b" =?utf-8?q?x?=", b"=?utf-8?q?x?="),
             (b"Subject", b"", b""),
+            (b"Received", b" from a\n\tby b\r\n  with c\n id d", b"from a by b with c id d"),
+            (b"Subject", b" x\n\ny", b"xy"),
+            (b"Subject", b" a\nb\r\nc\rd", b"abc\rd"),
         ];
         for (name, raw, want) in cases {
             assert_eq!(decode(name, raw), *want, "{:?}", String::from_utf8_lossy(raw));

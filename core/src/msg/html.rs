@@ -171,6 +171,34 @@ fn is_html_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c)
 }
 
+/// White space HTML text folds (Perl's `\s` on bytes).
+fn is_fold_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c | 0x0b)
+}
+
+/// Appends `src` with each run of white space made one space; a leading run is
+/// dropped with `skip_lead`. Text between runs that are a lone space is copied whole.
+fn fold_text(src: &[u8], skip_lead: bool, out: &mut Vec<u8>) {
+    out.reserve(src.len());
+    let lead = src.iter().take_while(|&&b| is_fold_space(b)).count();
+    if lead > 0 && !skip_lead {
+        out.push(b' ');
+    }
+    let mut copied = lead;
+    let mut i = lead;
+    while let Some(&b) = src.get(i) {
+        if !is_fold_space(b) || (b == b' ' && !src.get(i + 1).copied().is_some_and(is_fold_space)) {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(src.get(copied..i).unwrap_or(&[]));
+        out.push(b' ');
+        i += src.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_fold_space(b)).count();
+        copied = i;
+    }
+    out.extend_from_slice(src.get(copied..).unwrap_or(&[]));
+}
+
 /// Finds `needle` case-insensitively (needle lowercase ASCII).
 fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let first = *needle.first()?;
@@ -581,27 +609,8 @@ impl Renderer<'_, '_> {
         }
         let invisible = visible_chars && self.styles.invisible();
         let start = out.len();
-        let mut skip_lead = self.last == Last::Space && !invisible;
-        let mut in_space = false;
-        out.reserve(src.len());
-        let mut rest = src;
-        while !rest.is_empty() {
-            let plain = rest.iter().position(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0c | 0x0b)).unwrap_or(rest.len());
-            if plain > 0 {
-                out.extend_from_slice(rest.get(..plain).unwrap_or(&[]));
-                in_space = false;
-                skip_lead = false;
-                rest = rest.get(plain..).unwrap_or(&[]);
-                continue;
-            }
-            if !in_space {
-                in_space = true;
-                if !skip_lead {
-                    out.push(b' ');
-                }
-            }
-            rest = rest.get(1..).unwrap_or(&[]);
-        }
+        let skip_lead = self.last == Last::Space && !invisible;
+        fold_text(src, skip_lead, out);
         self.last = Last::Text(start, invisible);
     }
 
@@ -1229,6 +1238,29 @@ mod tests {
         ];
         for (html, want) in cases {
             assert_eq!(render_text(html), *want, "{:?}", core::str::from_utf8(html));
+        }
+    }
+
+    #[test]
+    fn fold_text_table() {
+        // (text, skip_lead, folded)
+        let cases: &[(&[u8], bool, &[u8])] = &[
+            (b"", false, b""),
+            (b" ", false, b" "),
+            (b" ", true, b""),
+            (b"\t\n ", false, b" "),
+            (b"a b", false, b"a b"),
+            (b"a b ", true, b"a b "),
+            (b"  a  b\tc\r\nd \x0be\x0c", false, b" a b c d e "),
+            (b"  a  b", true, b"a b"),
+            (b"one two three four five", false, b"one two three four five"),
+            (b"a \xc2\xa0 b", false, b"a \xc2\xa0 b"),
+            (b"tail\n", false, b"tail "),
+        ];
+        for (text, skip_lead, want) in cases {
+            let mut out = b"x".to_vec();
+            fold_text(text, *skip_lead, &mut out);
+            assert_eq!(out.get(1..), Some(*want), "{:?}", core::str::from_utf8(text));
         }
     }
 }

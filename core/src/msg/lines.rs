@@ -76,6 +76,25 @@ pub(crate) fn lines(buf: &[u8], pos: usize, limit: usize, eol: Eol) -> impl Iter
     })
 }
 
+/// The pieces of `buf` between `\n` bytes, as `buf.split(|&b| b == b'\n')` gives
+/// them (an empty piece after a final `\n`), found with `memchr`.
+pub(crate) fn split_lf(buf: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut rest = Some(buf);
+    core::iter::from_fn(move || {
+        let r = rest?;
+        match memchr::memchr(b'\n', r) {
+            Some(i) => {
+                rest = r.get(i + 1..);
+                r.get(..i)
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::type_complexity)]
 mod tests {
@@ -99,6 +118,16 @@ mod tests {
             assert_eq!(detect_eol(text), *eol);
             let got: Vec<(&[u8], bool)> = lines(text, 0, text.len(), *eol).map(|l| (l.text(text), l.terminated())).collect();
             assert_eq!(got.as_slice(), *want);
+        }
+    }
+
+    #[test]
+    fn split_lf_table() {
+        let cases: &[&[u8]] = &[b"", b"\n", b"a", b"a\n", b"\na", b"a\nb", b"a\n\nb\n", b"\n\n\n", b"a\rb\r\n"];
+        for text in cases {
+            let want: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            let got: Vec<&[u8]> = split_lf(text).collect();
+            assert_eq!(got, want, "{:?}", core::str::from_utf8(text));
         }
     }
 }

@@ -7,7 +7,7 @@ use super::charset::{self, Charset};
 use super::decode::{base64_decode, is_perl_space, qp_decode, squash_crlf};
 use super::header::{is_field_start, parse_block, HeaderStore, Wanted};
 use super::html::{self, HtmlSink};
-use super::lines::{detect_eol, next_line, Eol};
+use super::lines::{detect_eol, next_line, split_lf, Eol};
 use super::mime::{disposition_name, find_boundary, is_html_name, parse_content_type};
 use super::render::{body_cut, fold, prepare_content, rawbody_cut, split_long_lines, BodyWriter, RunContext};
 use super::stats::{HtmlTables, ParseFlags};
@@ -288,7 +288,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
         seen.clear();
         seen_slots.reset(limits.max_uris.saturating_mul(2));
         let mut seen_set = ByteSet { arena: seen, slots: seen_slots, count: 0, max: limits.max_uris.saturating_mul(2), sep: None };
-        for line in walk.body.split(|&b| b == b'\n') {
+        for line in split_lf(walk.body) {
             scanner.scan(line, |raw_uri, kind| {
                 if text_uri(raw_uri, kind, u4, u5) && seen_set.offer(u4) != Offer::Present {
                     add_uri(u4, true, false, &mut set, &mut work);

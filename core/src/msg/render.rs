@@ -53,8 +53,38 @@ fn blank_run(buf: &[u8], pos: usize, end: usize, eol: Eol) -> usize {
     lines(buf, pos, end, eol).take_while(|l| is_blank(l.text(buf))).count()
 }
 
+/// Whether `src` holds a stretch of white space with `len` or more `term` bytes in
+/// it. Reads one byte in `len` (any such stretch covers one of them) and looks
+/// around the white ones.
+fn has_space_stretch(src: &[u8], len: usize, term: u8) -> bool {
+    let Some(mut p) = len.checked_sub(1) else { return true };
+    while let Some(&b) = src.get(p) {
+        if !super::decode::is_perl_space(b) {
+            p += len;
+            continue;
+        }
+        let before = src.get(..p).unwrap_or(&[]).iter().rev().take_while(|&&b| super::decode::is_perl_space(b)).count();
+        let after = src.get(p..).unwrap_or(&[]).iter().take_while(|&&b| super::decode::is_perl_space(b)).count();
+        if before + after >= len {
+            let stretch = src.get(p - before..p + after).unwrap_or(&[]);
+            if memchr::memchr_iter(term, stretch).count() >= len {
+                return true;
+            }
+        }
+        // The byte after the stretch is not white: a later stretch starts beyond it.
+        p += after + len;
+    }
+    false
+}
+
 /// Whether the text has a blank run SpamAssassin would shorten.
 fn has_long_blank_run(buf: &[u8], start: usize, end: usize, eol: Eol, ctx: RunContext) -> bool {
+    // More than 20 blank lines (20 after a blank separator) span at least 19 line
+    // ends with only white space around them.
+    let term = if eol == Eol::Cr { b'\r' } else { b'\n' };
+    if !has_space_stretch(buf.get(start..end.min(buf.len())).unwrap_or(&[]), 19, term) {
+        return false;
+    }
     let mut run = 0usize;
     let mut first = true;
     for line in lines(buf, start, end, eol) {
@@ -85,7 +115,7 @@ pub(crate) fn prepare_content(buf: &[u8], start: usize, end: usize, eol: Eol, le
     let src = buf.get(start..end).unwrap_or(&[]);
     let needs_eol = match eol {
         Eol::Lf => false,
-        Eol::Crlf => memchr::memmem::find(src, b"\r\n").is_some(),
+        Eol::Crlf => super::decode::find_short(src, b"\r\n").is_some(),
         Eol::Cr => memchr::memchr(b'\r', src).is_some(),
     };
     let term = if eol == Eol::Cr { b'\r' } else { b'\n' };
@@ -530,6 +560,42 @@ mod tests {
         let mut html = vec![b'c'; 100];
         html.extend_from_slice(b"<b>x");
         assert_eq!(rawbody_cut(&html, 50), Some(103));
+    }
+
+    #[test]
+    fn space_stretch_table() {
+        let spaced = |n: usize| -> Vec<u8> {
+            let mut v = b"text ".to_vec();
+            v.extend(core::iter::repeat_n(b'\n', n));
+            v.extend_from_slice(b"more words here and there");
+            v
+        };
+        for n in 0..60 {
+            let text = spaced(n);
+            // Shifted so the stretch meets the sampled bytes at every offset.
+            for shift in 0..20 {
+                let mut t = vec![b'x'; shift];
+                t.extend_from_slice(&text);
+                let want = n >= 19;
+                assert_eq!(has_space_stretch(&t, 19, b'\n'), want, "n {n} shift {shift}");
+            }
+        }
+        assert!(!has_space_stretch(b"", 19, b'\n'));
+        assert!(has_space_stretch(b"\n\t\n\n \n\n\n", 6, b'\n'));
+        assert!(!has_space_stretch(b"\n\t\n\nx\n\n\n", 6, b'\n'));
+        // White space without enough line ends is no blank run.
+        assert!(!has_space_stretch(b"a          \n                   b", 2, b'\n'));
+        assert!(has_space_stretch(b"a          \n         \n          b", 2, b'\n'));
+        assert!(!has_space_stretch(b"a                                   b", 3, b'\n'));
+        assert!(has_space_stretch(b"a\r\r\rb", 3, b'\r'));
+        assert!(!has_space_stretch(b"a\r\r\rb", 3, b'\n'));
+        // Lines of blanks with spaces in them count too.
+        let blanks: Vec<u8> = b" \n".iter().copied().cycle().take(42).collect();
+        assert!(has_long_blank_run(&blanks, 0, blanks.len(), Eol::Lf, RunContext::default()));
+        assert!(!has_long_blank_run(&blanks, 0, 40, Eol::Lf, RunContext::default()));
+        assert!(has_long_blank_run(&blanks, 0, 40, Eol::Lf, RunContext { blank_before: 1, body_top: false }));
+        // The shortest long run: 20 empty lines after a blank separator.
+        assert!(has_long_blank_run(b"\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n", 0, 20, Eol::Lf, RunContext { blank_before: 1, body_top: false }));
     }
 
     #[test]
