@@ -13,8 +13,8 @@ use regex_automata::{hybrid, Input};
 use crate::msg::{self, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
-use crate::rules::{HeaderField, HeaderForm, MetaOp, RuleSet};
-use crate::rules::compile::{HeaderCheckTest, Matcher, MetaStep, RuleType, TargetProgram};
+use crate::rules::{HeaderField, HeaderForm, RuleSet};
+use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -40,6 +40,7 @@ pub struct Scratch {
     candidates: Vec<u32>,
     header_text: HeaderText,
     meta_stack: Vec<f64>,
+    meta_marks: MetaMarks,
     /// One per lazy DFA, made when a scan first runs it: a worker pays only for the
     /// lazy DFAs its mail needs.
     caches: Vec<Option<hybrid::dfa::Cache>>,
@@ -85,6 +86,7 @@ impl Scratch {
                 names: NameScratch::default(),
             },
             meta_stack: Vec::with_capacity(rules.meta_stack),
+            meta_marks: MetaMarks { epoch: 0, marked: alloc::vec![0; rules.metas.len()] },
             caches: rules.lazy_dfas.iter().map(|_| None).collect(),
             cache_budget: usize::MAX,
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
@@ -227,7 +229,7 @@ impl RuleSet {
         self.scan_mimeheaders(&message, &mut state, &mut lines.engines);
         self.run_evals(&message, &mut state, eval);
         scratch.epoch = lines.epoch;
-        self.run_metas(&mut state, &mut scratch.meta_stack);
+        self.run_metas(&mut state, &mut scratch.meta_stack, &mut scratch.meta_marks);
         scratch.trim_caches();
 
         let mut score = Score::ZERO;
@@ -350,80 +352,63 @@ impl RuleSet {
         }
     }
 
-    fn run_metas(&self, state: &mut ScanState<'_>, stack: &mut Vec<f64>) {
-        for meta in &self.metas {
-            stack.clear();
-            for step in &meta.steps {
-                let value = match *step {
-                    MetaStep::Rule(id) => f64::from(state.counts.get(id as usize).copied().unwrap_or(0)),
-                    MetaStep::Number(n) => n,
-                    MetaStep::Not => {
-                        let a = stack.pop().unwrap_or(0.0);
-                        if a == 0.0 {
-                            1.0
-                        } else {
-                            0.0
-                        }
-                    }
-                    MetaStep::Neg => -stack.pop().unwrap_or(0.0),
-                    MetaStep::Op(op) => {
-                        let b = stack.pop().unwrap_or(0.0);
-                        let a = stack.pop().unwrap_or(0.0);
-                        meta_op(op, a, b)
-                    }
-                };
-                if stack.len() < stack.capacity() {
-                    stack.push(value);
-                }
-            }
-            if stack.pop().unwrap_or(0.0) != 0.0 {
+    /// Runs the metas whose rules hit; the others keep their value at zero. Metas are
+    /// in dependency order, so a meta that hits marks its readers before they come.
+    fn run_metas(&self, state: &mut ScanState<'_>, stack: &mut Vec<f64>, marks: &mut MetaMarks) {
+        let epoch = marks.next_epoch();
+        let readers = &self.meta_readers;
+        for &rule in state.hits.iter() {
+            marks.mark_all(readers.of(rule), epoch);
+        }
+        for (index, meta) in self.metas.iter().enumerate() {
+            let hit = if marks.marked(index, epoch) {
+                let counts = &*state.counts;
+                eval_meta(&meta.steps, |id| counts.get(id as usize).copied().unwrap_or(0), stack) != 0.0
+            } else {
+                meta.at_zero
+            };
+            if hit {
                 state.add(meta.rule, 1);
+                marks.mark_all(readers.of(meta.rule), epoch);
             }
         }
     }
 }
 
-/// Perl's semantics: `&&` and `||` yield an operand, comparisons yield 1 or 0.
+/// Which metas a scan must run: an epoch per meta, so no clearing between scans.
+struct MetaMarks {
+    epoch: u32,
+    marked: Vec<u32>,
+}
+
+impl MetaMarks {
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marked.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
+    fn mark_all(&mut self, metas: &[u32], epoch: u32) {
+        for &m in metas {
+            if let Some(slot) = self.marked.get_mut(m as usize) {
+                *slot = epoch;
+            }
+        }
+    }
+
+    fn marked(&self, meta: usize, epoch: u32) -> bool {
+        self.marked.get(meta) == Some(&epoch)
+    }
+}
+
 /// Orders `a` (lowercase) against `b` as if `b` were lowercased too.
 fn lowercase_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
     a.iter().copied().cmp(b.iter().map(u8::to_ascii_lowercase))
 }
 
-fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
-    let truth = |t: bool| if t { 1.0 } else { 0.0 };
-    match op {
-        MetaOp::And => {
-            if a != 0.0 {
-                b
-            } else {
-                a
-            }
-        }
-        MetaOp::Or => {
-            if a != 0.0 {
-                a
-            } else {
-                b
-            }
-        }
-        MetaOp::Add => a + b,
-        MetaOp::Sub => a - b,
-        MetaOp::Mul => a * b,
-        MetaOp::Div => {
-            if b == 0.0 {
-                0.0
-            } else {
-                a / b
-            }
-        }
-        MetaOp::Gt => truth(a > b),
-        MetaOp::Ge => truth(a >= b),
-        MetaOp::Lt => truth(a < b),
-        MetaOp::Le => truth(a <= b),
-        MetaOp::Eq => truth(a == b),
-        MetaOp::Ne => truth(a != b),
-    }
-}
 
 /// Writes a header rule's target into `out`; returns whether any such header exists.
 fn build_header_target(
@@ -909,6 +894,12 @@ mod tests {
             ("body __A /viagra/i\ntflags __A multiple\nmeta M __A > 4", &[]),
             ("body __A /viagra/i\nmeta M (__A + __B) > 1", &[]),
             ("meta M1 M2\nmeta M2 M1\nbody B /viagra/", &["B"]),
+            // Metas whose rules did not hit keep their value at zero; one that hits
+            // makes its readers run.
+            ("meta M1 !__X\nmeta M2 !M1", &["M1"]),
+            ("body __X /nothing here/\nbody __Y /viagra/\nmeta M2 !__X\nmeta M3 M2 && __Y", &["M2", "M3"]),
+            ("body __Y /viagra/\nmeta M3 (__Y + 1) > 1\nmeta M4 (__Z + 1) > 1", &["M3"]),
+            ("meta M5 1", &["M5"]),
             ("body B /viagra/\nscore B 0", &[]),
             ("body T_B /viagra/", &["T_B"]),
             // Perl features DFAs lack: relaxed DFA screens, backtracking decides.

@@ -308,6 +308,28 @@ pub(crate) enum MetaStep {
 pub(crate) struct MetaProgram {
     pub(crate) rule: u32,
     pub(crate) steps: Vec<MetaStep>,
+    /// Its value when every rule it reads is 0: a meta none of whose rules hit need
+    /// not run.
+    pub(crate) at_zero: bool,
+}
+
+/// For each rule, the metas that read it (indices into `RuleSet::metas`), so a scan
+/// runs only the metas whose rules hit.
+#[derive(Default)]
+pub(crate) struct MetaReaders {
+    /// Rule id → its range in `metas`: `start[rule]..start[rule + 1]`.
+    pub(crate) start: Vec<u32>,
+    pub(crate) metas: Vec<u32>,
+}
+
+impl MetaReaders {
+    /// The metas that read `rule`.
+    pub(crate) fn of(&self, rule: u32) -> &[u32] {
+        let (Some(&from), Some(&to)) = (self.start.get(rule as usize), self.start.get(rule as usize + 1)) else {
+            return &[];
+        };
+        self.metas.get(from as usize..to as usize).unwrap_or_default()
+    }
 }
 
 /// An eval rule and its native test.
@@ -332,6 +354,7 @@ pub struct RuleSet {
     pub(crate) header_literal_count: usize,
     pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
     pub(crate) metas: Vec<MetaProgram>,
+    pub(crate) meta_readers: MetaReaders,
     /// Native eval tests, run once per message before the metas.
     pub(crate) evals: Vec<EvalCheck>,
     pub(crate) eval_data: EvalData,
@@ -634,6 +657,7 @@ impl RuleSet {
             header_literal_count: 0,
             mimeheaders: Vec::new(),
             metas: Vec::new(),
+            meta_readers: MetaReaders::default(),
             evals: Vec::new(),
             eval_data: EvalData::new(config),
             lazy_dfas: Vec::new(),
@@ -896,7 +920,7 @@ impl RuleSet {
                 }
                 let mut steps = Vec::new();
                 match meta_steps(expr, &lookup, &mut steps, 0) {
-                    Ok(()) => self.metas.push(MetaProgram { rule, steps }),
+                    Ok(()) => self.metas.push(MetaProgram { rule, steps, at_zero: false }),
                     Err(()) => self.deferred_disable.push((rule, DisabledReason::MetaTooDeep)),
                 }
                 false
@@ -914,6 +938,38 @@ impl RuleSet {
         // A meta that reads a rule which does not run still runs: that rule reads as 0.
         self.metas.retain(|m| self.rules.get(m.rule as usize).is_some_and(|r| r.active));
         self.meta_stack = self.metas.iter().map(|m| m.steps.len()).max().unwrap_or(0) + 1;
+        self.index_meta_readers();
+    }
+
+    /// Fills `meta_readers` and each meta's value at zero.
+    fn index_meta_readers(&mut self) {
+        let mut stack = Vec::with_capacity(self.meta_stack);
+        for meta in &mut self.metas {
+            meta.at_zero = eval_meta(&meta.steps, |_| 0, &mut stack) != 0.0;
+        }
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for (index, meta) in self.metas.iter().enumerate() {
+            for step in &meta.steps {
+                if let MetaStep::Rule(rule) = *step {
+                    pairs.push((rule, index as u32));
+                }
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut start = alloc::vec![0u32; self.rules.len() + 1];
+        for &(rule, _) in &pairs {
+            if let Some(s) = start.get_mut(rule as usize + 1) {
+                *s += 1;
+            }
+        }
+        for i in 1..start.len() {
+            let before = start.get(i - 1).copied().unwrap_or(0);
+            if let Some(s) = start.get_mut(i) {
+                *s += before;
+            }
+        }
+        self.meta_readers = MetaReaders { start, metas: pairs.into_iter().map(|(_, meta)| meta).collect() };
     }
 
     fn disable(&mut self, index: usize, reason: DisabledReason) {
@@ -996,6 +1052,71 @@ impl RuleSet {
         total += self.lazy_dfas.iter().map(|d| d.memory_usage()).sum::<usize>();
         total += self.programs.iter().map(|p| p.len() * 12).sum::<usize>();
         total
+    }
+}
+
+/// The value of a meta program, reading rule counts from `count`.
+pub(crate) fn eval_meta(steps: &[MetaStep], count: impl Fn(u32) -> u32, stack: &mut Vec<f64>) -> f64 {
+    stack.clear();
+    for step in steps {
+        let value = match *step {
+            MetaStep::Rule(id) => f64::from(count(id)),
+            MetaStep::Number(n) => n,
+            MetaStep::Not => {
+                if stack.pop().unwrap_or(0.0) == 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            MetaStep::Neg => -stack.pop().unwrap_or(0.0),
+            MetaStep::Op(op) => {
+                let b = stack.pop().unwrap_or(0.0);
+                let a = stack.pop().unwrap_or(0.0);
+                meta_op(op, a, b)
+            }
+        };
+        if stack.len() < stack.capacity() {
+            stack.push(value);
+        }
+    }
+    stack.pop().unwrap_or(0.0)
+}
+
+/// One binary meta operator, as Perl evaluates it on numbers.
+fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
+    let truth = |t: bool| if t { 1.0 } else { 0.0 };
+    match op {
+        MetaOp::And => {
+            if a != 0.0 {
+                b
+            } else {
+                a
+            }
+        }
+        MetaOp::Or => {
+            if a != 0.0 {
+                a
+            } else {
+                b
+            }
+        }
+        MetaOp::Add => a + b,
+        MetaOp::Sub => a - b,
+        MetaOp::Mul => a * b,
+        MetaOp::Div => {
+            if b == 0.0 {
+                0.0
+            } else {
+                a / b
+            }
+        }
+        MetaOp::Gt => truth(a > b),
+        MetaOp::Ge => truth(a >= b),
+        MetaOp::Lt => truth(a < b),
+        MetaOp::Le => truth(a <= b),
+        MetaOp::Eq => truth(a == b),
+        MetaOp::Ne => truth(a != b),
     }
 }
 
