@@ -437,7 +437,8 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
         }
         Some(Cached { dfa: None, nfa: Some(nfa), required, prefix }) => {
             let prefilter = prefix.as_deref().and_then(fast_prefilter);
-            return Ok(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?), required });
+            let filtered = required.is_some();
+            return Ok(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, filtered, lazy)?), required });
         }
         other => other,
     };
@@ -464,7 +465,7 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
     };
     let matcher = match built {
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        None => Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?),
+        None => Matcher::Lazy(build_lazy(nfa, prefilter, required.is_some(), lazy)?),
     };
     Ok(Built { matcher, required })
 }
@@ -545,9 +546,11 @@ fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>) -> Option<dens
         .ok()
 }
 
-/// Adds a lazy DFA to `lazy` and returns its index.
-fn build_lazy(nfa: thompson::NFA, prefilter: Option<Prefilter>, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
-    let capacity = if nfa.states().len() > BIG_NFA { BIG_LAZY_CACHE } else { LAZY_CACHE };
+/// Adds a lazy DFA to `lazy` and returns its index. A big one that runs on every text
+/// (no prefilter literals) gets a big cache; one that runs only on the lines where its
+/// literals occur meets few texts, and a small cache keeps a child small.
+fn build_lazy(nfa: thompson::NFA, prefilter: Option<Prefilter>, filtered: bool, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
+    let capacity = if nfa.states().len() > BIG_NFA && !filtered { BIG_LAZY_CACHE } else { LAZY_CACHE };
     let dfa = hybrid::dfa::Builder::new()
         .configure(
             hybrid::dfa::Config::new()
