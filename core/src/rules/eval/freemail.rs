@@ -188,7 +188,16 @@ pub fn body_freemails(
     // links below.
     let text = body;
     let mut i = 0;
+    // Positions below `checked` need no skip check (see `Marks::skip_to`).
+    let mut checked = 0;
+    let mut marks = Marks { at: memchr::memchr(b'@', text), pct: super::re::find_bytes(text, b"%40") };
     while i < text.len() && emails.len() < 40 {
+        if i >= checked {
+            match marks.skip_to(text, i) {
+                Some((next, until)) => (i, checked) = (next, until),
+                None => break,
+            }
+        }
         // URLs with an @ in them are not addresses.
         if let Some(len) = url_with_at(text, i) {
             i += len;
@@ -236,6 +245,36 @@ pub fn body_freemails(
         }
     }
     true
+}
+
+/// The next `@` and `%40` of a text, found again only once passed.
+struct Marks {
+    at: Option<usize>,
+    pct: Option<usize>,
+}
+
+impl Marks {
+    /// Where an address or a URL with an `@` can start, from `i`: both need an `@` (a
+    /// URL also `%40`) after their start with no white space in between, so every
+    /// position up to the last white space before the next such mark is skipped.
+    /// Returns the next position worth trying and the mark's position plus one (until
+    /// then nothing more can be skipped), or `None` when no mark follows.
+    fn skip_to(&mut self, text: &[u8], i: usize) -> Option<(usize, usize)> {
+        let rest = text.get(i..)?;
+        if self.at.is_some_and(|a| a < i) {
+            self.at = memchr::memchr(b'@', rest).map(|k| i + k);
+        }
+        if self.pct.is_some_and(|p| p < i) {
+            self.pct = super::re::find_bytes(rest, b"%40").map(|k| i + k);
+        }
+        let mark = match (self.at, self.pct) {
+            (Some(a), Some(p)) => a.min(p),
+            (Some(k), None) | (None, Some(k)) => k,
+            (None, None) => return None,
+        };
+        let next = text.get(i..mark)?.iter().rposition(|&b| super::re::is_space(b)).map_or(i, |k| i + k + 1);
+        Some((next, mark + 1))
+    }
 }
 
 /// `<?https?://\S{0,255}(?:\@|%40)\S{0,255}` at `i`: its length.
@@ -341,6 +380,14 @@ mod tests {
             ("a@yahoo.com b@gmail.com c@hotmail.com", None),
             ("1@x.org 2@x.org 3@x.org 4@x.org 5@x.org", None),
             ("bad@yahoo.comx, ok@gmail.com.", Some(&["ok@gmail.com"])),
+            // Skipping to the white space before the next @ or %40 loses nothing.
+            ("no address here at all", Some(&[])),
+            ("a @ b, then http://q.org/x%40y\tjoe@gmail.com", Some(&["joe@gmail.com"])),
+            ("see http://x.org/a%40b.org joe@yahoo.com", Some(&["joe@yahoo.com"])),
+            ("<http://x.org/%40>me@gmail.com", Some(&[])),
+            ("first line\nsecond\tone you@hotmail.com", Some(&["you@hotmail.com"])),
+            ("%40%40 @@ x.y@yahoo.com@", Some(&["x.y@yahoo.com"])),
+            ("trailing marks only @", Some(&[])),
         ];
         for (body, want) in cases {
             let ok = body_freemails(&data, &reg, body.as_bytes(), b"", &mut all, &mut out, &mut s);

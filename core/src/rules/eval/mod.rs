@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::msg::Message;
-use crate::rules::{Config, EvalOn};
+use crate::rules::{Config, EvalOn, RuleSet};
 
 pub mod body;
 pub mod dates;
@@ -138,6 +138,14 @@ impl EvalScratch {
     pub fn prepare(&mut self, message: &Message<'_>, data: &EvalData) {
         self.relays.read(message, &data.header);
     }
+}
+
+/// Bench aid for core/benches/evals.rs, not an API: the eval tests `rules` runs, in
+/// order, each with its rule name, and the eval data they read.
+#[doc(hidden)]
+pub fn compiled_tests(rules: &RuleSet) -> (&EvalData, impl Iterator<Item = (&str, &EvalTest)>) {
+    let tests = rules.evals.iter().map(|c| (rules.rule_name(c.rule), &c.test));
+    (&rules.eval_data, tests)
 }
 
 /// One argument of an eval call, unquoted.

@@ -149,6 +149,15 @@ enum Inst {
         set: u16,
         min: u16,
         max: u16,
+        /// The class the next consuming instruction needs ([`NO_FOLLOW`]: not a
+        /// plain class): bytes are given back only down to one in it.
+        follow: u16,
+    },
+    /// A [`Inst::Star`] never given back: the next instruction needs a byte its class lacks.
+    Possessive {
+        set: u16,
+        min: u16,
+        max: u16,
     },
     Split(u32, u32),
     Jmp(u32),
@@ -186,7 +195,20 @@ pub struct Regex {
     /// Bytes every match starts with (after zero-width assertions), when two or more:
     /// candidate positions are found with a substring search.
     prefix: Vec<u8>,
+    /// `prefix` is lower case and letters in it match either case.
+    prefix_icase: bool,
+    /// The index of the byte of `prefix` searched for first.
+    prefix_anchor: usize,
+    /// Bytes every match contains (lower case when `required_icase`), when three or
+    /// more: a text without them is rejected before any match is tried.
+    required: Vec<u8>,
+    required_icase: bool,
+    /// The index of the byte of `required` searched for first.
+    required_anchor: usize,
 }
+
+/// [`Inst::Star`] without a known follow class.
+const NO_FOLLOW: u16 = u16::MAX;
 
 /// Native pre-checks of the IP sub-patterns: a position where they fail cannot
 /// start a match, so the full pattern is not tried there.
@@ -553,48 +575,160 @@ impl Parser<'_, '_> {
     }
 }
 
-/// The first position of `needle` (not empty) in `hay`: short needles in short lines,
-/// where a plain first-byte scan beats setting up a substring searcher.
-pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let (&first, rest) = needle.split_first()?;
-    let mut from = 0;
-    while let Some(k) = hay.get(from..).and_then(|r| memchr::memchr(first, r)) {
-        let at = from + k;
-        if hay.get(at + 1..at + 1 + rest.len()) == Some(rest) {
-            return Some(at);
+/// How rare each byte is in mail headers, roughly (0 commonest): the substring
+/// searches look for the rarest byte of their needle first.
+const RARITY: [u8; 256] = {
+    let mut t = [3u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        if (b as u8).is_ascii_alphanumeric() {
+            t[b] = 2;
         }
-        from = at + 1;
+        b += 1;
     }
-    None
+    let common = b"etaoinsrhldcm.";
+    let mut i = 0;
+    while i < common.len() {
+        t[common[i] as usize] = 1;
+        i += 1;
+    }
+    t[b' ' as usize] = 0;
+    t
+};
+
+/// The index of the rarest byte of `needle` (the first of equals).
+fn anchor_of(needle: &[u8]) -> usize {
+    let rarity = |b: u8| RARITY.get(usize::from(b)).copied().unwrap_or(0);
+    let mut best = (0, 0);
+    for (i, &b) in needle.iter().enumerate() {
+        let r = rarity(b);
+        if r > best.1 || i == 0 {
+            best = (i, r);
+        }
+        if r == 3 {
+            break;
+        }
+    }
+    best.0
 }
 
-/// The literal bytes every match of `node` starts with (after leading assertions).
-fn literal_prefix(node: &Node) -> Vec<u8> {
+/// The first position of `needle` (not empty) in `hay`: short needles in short lines,
+/// where a scan for its rarest byte beats setting up a substring searcher.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), false)
+}
+
+/// [`find_bytes`] ignoring ASCII case: `needle` (not empty) is lower case.
+pub fn find_bytes_icase(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), true)
+}
+
+/// The first position of `needle` in `hay`, found by looking for its byte `k` first.
+fn find_anchored(hay: &[u8], needle: &[u8], k: usize, icase: bool) -> Option<usize> {
+    let &lower = needle.get(k)?;
+    let upper = if icase { lower.to_ascii_uppercase() } else { lower };
+    // Candidates for the anchor byte start at `k`: the needle starts `k` bytes before.
+    let mut from = k;
+    loop {
+        let r = hay.get(from..)?;
+        let found = if upper == lower { memchr::memchr(lower, r) } else { memchr::memchr2(lower, upper, r) }?;
+        let start = from + found - k;
+        let window = hay.get(start..start + needle.len())?;
+        if if icase { window.eq_ignore_ascii_case(needle) } else { window == needle } {
+            return Some(start);
+        }
+        from += found + 1;
+    }
+}
+
+/// The literal bytes every match of `node` starts with (after leading assertions),
+/// and whether they match in either case (then they are given lower case). A prefix
+/// stops where a byte would need the other mode.
+fn literal_prefix(node: &Node) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
-    let Node::Concat(items) = node else { return out };
+    let mut icase: Option<bool> = None;
+    let Node::Concat(items) = node else { return (out, false) };
     for item in items.iter().skip_while(|n| matches!(n, Node::Assert(_))) {
-        match item {
-            Node::Set(set) => {
-                let mut only = None;
-                let mut count = 0;
-                for b in 0..=255u8 {
-                    if set_has(set, b) {
-                        only = Some(b);
-                        count += 1;
-                        if count > 1 {
-                            break;
-                        }
-                    }
-                }
-                match (count, only) {
-                    (1, Some(b)) => out.push(b),
-                    _ => break,
-                }
+        let Node::Set(set) = item else { break };
+        let Some((byte, folded)) = set_literal(set) else { break };
+        if let Some(f) = folded {
+            if icase.is_some_and(|m| m != f) {
+                break;
             }
-            _ => break,
+            icase = Some(f);
+        }
+        out.push(byte);
+    }
+    (out, icase == Some(true))
+}
+
+/// The byte a class stands for, when it is one byte, or one letter in either case
+/// (then `Some(true)` and the lower case letter); `(byte, None)` for a non-letter.
+fn set_literal(set: &Set) -> Option<(u8, Option<bool>)> {
+    let mut members = [0u8; 2];
+    let mut count = 0;
+    for b in 0..=255u8 {
+        if set_has(set, b) {
+            *members.get_mut(count)? = b;
+            count += 1;
         }
     }
-    out
+    let [a, b] = members;
+    match count {
+        1 => Some((a, a.is_ascii_alphabetic().then_some(false))),
+        2 if a.is_ascii_uppercase() && b == a.to_ascii_lowercase() => Some((b, Some(true))),
+        _ => None,
+    }
+}
+
+/// The longest run of literal bytes among the items every match of `node` goes
+/// through in order (top level, and groups that are not repeated or alternated),
+/// and whether it matches in either case.
+fn required_literal(node: &Node) -> (Vec<u8>, bool) {
+    fn walk(node: &Node, run: &mut (Vec<u8>, Option<bool>), best: &mut (Vec<u8>, bool)) {
+        let mut end_run = |run: &mut (Vec<u8>, Option<bool>)| {
+            if run.0.len() > best.0.len() {
+                *best = (core::mem::take(&mut run.0), run.1 == Some(true));
+            }
+            run.0.clear();
+            run.1 = None;
+        };
+        match node {
+            Node::Concat(items) => {
+                for item in items {
+                    walk(item, run, best);
+                }
+            }
+            Node::Group(_, inner) => walk(inner, run, best),
+            // Zero-width: the bytes on both sides are still consecutive.
+            Node::Assert(_) | Node::Empty => {}
+            Node::Set(set) => match set_literal(set) {
+                Some((b, mode)) => {
+                    if mode.is_some() && run.1.is_some() && mode != run.1 {
+                        end_run(run);
+                    }
+                    if mode.is_some() {
+                        run.1 = mode;
+                    }
+                    run.0.push(b);
+                }
+                None => end_run(run),
+            },
+            _ => end_run(run),
+        }
+    }
+    let mut run = (Vec::new(), None);
+    let mut best = (Vec::new(), false);
+    walk(node, &mut run, &mut best);
+    if run.0.len() > best.0.len() {
+        best = (run.0, run.1 == Some(true));
+    }
+    best
+}
+
+/// Whether two classes share no byte.
+fn disjoint(a: &Set, b: &Set) -> bool {
+    a.iter().zip(b.iter()).all(|(x, y)| x & y == 0)
 }
 
 /// Fixed width of a node in bytes, if it has one (for lookbehind).
@@ -656,6 +790,68 @@ impl Compiler {
         if let Some(slot) = self.prog.get_mut(at) {
             *slot = inst;
         }
+    }
+
+    /// Gives each class run the bytes its match can go on with (what the next consuming
+    /// instructions accept, past captures, jumps, branches and zero-width assertions),
+    /// when they are known: a run whose class shares none of them is never given back
+    /// ([`Inst::Possessive`]), others give back only down to one of them.
+    fn link_follows(&mut self, subs: &[Arc<Regex>]) -> Result<(), PatternError> {
+        for i in 0..self.prog.len() {
+            let Some(&Inst::Star { set, min, max, .. }) = self.prog.get(i) else { continue };
+            let Some(next) = self.follow_set(i + 1, subs) else { continue };
+            let Some(class) = self.sets.get(usize::from(set)) else { continue };
+            let inst = if disjoint(class, &next) {
+                Inst::Possessive { set, min, max }
+            } else {
+                Inst::Star { set, min, max, follow: self.set_index(&next)? }
+            };
+            self.patch(i, inst);
+        }
+        Ok(())
+    }
+
+    /// Bytes the match can go on with from `pc` at a position that is not the end of
+    /// the text; `None` when any byte might do (a match, a lookaround, a backreference).
+    fn follow_set(&self, pc: usize, subs: &[Arc<Regex>]) -> Option<Set> {
+        let mut out = [0u64; 4];
+        let mut todo = alloc::vec![pc];
+        let mut seen = Vec::new();
+        while let Some(pc) = todo.pop() {
+            if seen.contains(&pc) {
+                continue;
+            }
+            if seen.len() >= 64 {
+                return None;
+            }
+            seen.push(pc);
+            match *self.prog.get(pc)? {
+                Inst::Set(f) => set_union(&mut out, self.sets.get(usize::from(f))?),
+                Inst::Star { set, min, .. } | Inst::Possessive { set, min, .. } => {
+                    set_union(&mut out, self.sets.get(usize::from(set))?);
+                    if min == 0 {
+                        todo.push(pc + 1);
+                    }
+                }
+                Inst::Save(_) => todo.push(pc + 1),
+                Inst::Jmp(t) => todo.push(t as usize),
+                Inst::Split(a, b) => {
+                    todo.push(a as usize);
+                    todo.push(b as usize);
+                }
+                // Not at the end of the text, `$` needs the final `\n` and `\z` fails.
+                Inst::Assert(Assertion::End) => set_add(&mut out, b'\n'),
+                Inst::Assert(Assertion::EndAbs) => {}
+                // Other assertions consume nothing: what follows them decides.
+                Inst::Assert(_) => todo.push(pc + 1),
+                Inst::Call(k) => {
+                    let sub = subs.get(usize::from(k))?;
+                    set_union(&mut out, &sub.guard.map(Guard::first_set).or(sub.first)?);
+                }
+                Inst::Look { .. } | Inst::BackRef(_) | Inst::Match => return None,
+            }
+        }
+        Some(out)
     }
 
     fn set_index(&mut self, set: &Set) -> Result<u16, PatternError> {
@@ -721,7 +917,7 @@ impl Compiler {
                     Some(m) => u16::try_from(*m).map_err(|_| PatternError { at: 0, why: "repetition too large" })?,
                     None => u16::MAX,
                 };
-                self.emit(Inst::Star { set: idx, min, max });
+                self.emit(Inst::Star { set: idx, min, max, follow: NO_FOLLOW });
             }
             Node::Repeat { node, min, max, greedy } => {
                 for _ in 0..*min {
@@ -860,15 +1056,20 @@ impl Regex {
             _ => false,
         };
         let first = first_bytes(&node, &parser.used);
-        let mut prefix = literal_prefix(&node);
+        let (mut prefix, prefix_icase) = literal_prefix(&node);
         if prefix.len() < 2 {
             prefix.clear();
+        }
+        let (mut required, required_icase) = required_literal(&node);
+        if required.len() < 3 || required.len() <= prefix.len() {
+            required.clear();
         }
         let mut c = Compiler { prog: Vec::new(), sets: Vec::new(), look_depth: 0 };
         c.emit(Inst::Save(0));
         c.node(&node)?;
         c.emit(Inst::Save(1));
         c.emit(Inst::Match);
+        c.link_follows(&parser.used)?;
         Ok(Regex {
             prog: c.prog,
             sets: c.sets,
@@ -878,7 +1079,12 @@ impl Regex {
             icase,
             subs: parser.used,
             guard: None,
+            prefix_anchor: anchor_of(&prefix),
             prefix,
+            prefix_icase,
+            required_anchor: anchor_of(&required),
+            required,
+            required_icase,
         })
     }
 
@@ -899,6 +1105,14 @@ impl Regex {
         if hay.len() >= NONE as usize || search.limit == 0 {
             return false;
         }
+        if !self.required.is_empty()
+            && hay
+                .get(start..)
+                .and_then(|r| find_anchored(r, &self.required, self.required_anchor, self.required_icase))
+                .is_none()
+        {
+            return false;
+        }
         let found = self.find_from(hay, start, search);
         search.allowance = search.allowance.saturating_sub(u64::from(search.steps));
         found
@@ -909,7 +1123,7 @@ impl Regex {
         let mut pos = start;
         while pos <= last {
             if !self.prefix.is_empty() {
-                match hay.get(pos..).and_then(|r| find_bytes(r, &self.prefix)) {
+                match hay.get(pos..).and_then(|r| find_anchored(r, &self.prefix, self.prefix_anchor, self.prefix_icase)) {
                     Some(k) => pos += k,
                     None => return false,
                 }
@@ -962,7 +1176,17 @@ impl Regex {
                         }
                         _ => false,
                     },
-                    Inst::Star { set, min, max } => {
+                    Inst::Possessive { set, min, max } => {
+                        let class = self.set(set);
+                        let limit = if max == u16::MAX { usize::MAX } else { usize::from(max) };
+                        let n = hay
+                            .get(pos..)
+                            .map_or(0, |r| r.iter().take(limit).take_while(|&&b| set_has(class, b)).count());
+                        pos += n;
+                        pc += 1;
+                        n >= usize::from(min)
+                    }
+                    Inst::Star { set, min, max, .. } => {
                         let class = self.set(set);
                         let limit = if max == u16::MAX { usize::MAX } else { usize::from(max) };
                         let n = hay
@@ -1102,7 +1326,18 @@ impl Regex {
                         }
                     }
                     Some(Frame::Star { pc: p, min_pos, pos: q }) => {
-                        let back = q.saturating_sub(1);
+                        let mut back = q.saturating_sub(1);
+                        // Only a byte of the follow class can go on: skip to the last one.
+                        if let Some(&Inst::Star { follow, .. }) = self.prog.get(p.wrapping_sub(1) as usize) {
+                            if follow != NO_FOLLOW {
+                                let next = self.set(follow);
+                                let window = hay.get(min_pos as usize..=back as usize).unwrap_or(&[]);
+                                match window.iter().rposition(|&b| set_has(next, b)) {
+                                    Some(k) => back = min_pos + k as u32,
+                                    None => continue,
+                                }
+                            }
+                        }
                         if back > min_pos {
                             s.stack.push(Frame::Star { pc: p, min_pos, pos: back });
                         }
@@ -1255,6 +1490,11 @@ pub fn never() -> Regex {
         subs: Vec::new(),
         guard: None,
         prefix: Vec::new(),
+        prefix_icase: false,
+        prefix_anchor: 0,
+        required: Vec::new(),
+        required_icase: false,
+        required_anchor: 0,
     }
 }
 
@@ -1327,11 +1567,71 @@ mod tests {
             ("(\\w+) \\1", false, "say hello hello", Some(&[Some("hello hello"), Some("hello")])),
             ("(x)?y", false, "y", Some(&[Some("y"), None])),
             ("^(?:from )?(\\S+)", false, "from a b", Some(&[Some("from a"), Some("a")])),
+            // Runs never given back (the next byte is outside the class) and runs given
+            // back only to a byte the rest can start with.
+            ("^(\\S+) \\((\\S+)\\)", false, "host (x) y", Some(&[Some("host (x)"), Some("host"), Some("x")])),
+            ("^(\\S+) \\(", false, "host [x] (y)", None),
+            ("(\\d+)\\d", false, "a12345", Some(&[Some("12345"), Some("1234")])),
+            ("x(\\S*)( |;|$)", false, "xab;cd ", Some(&[Some("xab;cd "), Some("ab;cd"), Some(" ")])),
+            ("x(\\S*)(?:;|$)", false, "xab;cd", Some(&[Some("xab;cd"), Some("ab;cd")])),
+            ("x(\\S*)(?:;|$)", false, "xab;cd\n", Some(&[Some("xab;cd"), Some("ab;cd")])),
+            ("x(\\S+)\\z", false, "xab\n", None),
+            ("a(.*)\\) by", false, "a(b) c) by d) by", Some(&[Some("a(b) c) by d) by"), Some("(b) c) by d")])),
+            ("a(.*)\\) by", false, "a(b) c) bx", None),
+            ("(\\S+)\\b", false, "ab;", Some(&[Some("ab"), Some("ab")])),
+            ("\\w+(?:\\.|x)*y", false, "ab.x.y", Some(&[Some("ab.x.y")])),
+            // Case-insensitive prefixes and required literals.
+            (" with (smtp)", true, "a WITH  x With SMTP", Some(&[Some(" With SMTP"), Some("SMTP")])),
+            ("\\b(?:x|y)\\S*hotmail\\.com\\b", false, "y.hotmail.co x.hotmail.com", Some(&[Some("x.hotmail.com")])),
+            ("(?:x|y)\\S*hotmail\\.com", true, "X.HotMail.COM", Some(&[Some("X.HotMail.COM")])),
+            ("(?:x|y)\\S*hotmail\\.com", false, "X.HotMail.COM", None),
+            ("(?:a|b)(?i:cde)f", false, "bCdEf", Some(&[Some("bCdEf")])),
+            ("(?:a|b)(?i:cde)f", false, "bCdEF", None),
         ];
         for (p, icase, hay, want) in cases {
             let got = find(p, *icase, hay);
             let want = want.map(|w| w.iter().map(|g| g.map(String::from)).collect::<alloc::vec::Vec<_>>());
             assert_eq!(got, want, "{p} on {hay:?}");
+        }
+    }
+
+    #[test]
+    fn substring_searches_table() {
+        // (haystack, needle, case-insensitive, expected position)
+        let cases: &[(&str, &str, bool, Option<usize>)] = &[
+            ("a with b", " with ", false, Some(1)),
+            ("a WITH b with ", " with ", false, Some(8)),
+            ("a WITH b with ", " with ", true, Some(1)),
+            ("wwith", " with", false, None),
+            (" with", " with", false, Some(0)),
+            ("x) by y) by", ") by", false, Some(1)),
+            ("%4%40", "%40", false, Some(2)),
+            ("", "ab", false, None),
+            ("ab", "abc", false, None),
+            ("(AUTH: x", "(auth: ", true, Some(0)),
+        ];
+        for (hay, needle, icase, want) in cases {
+            let got = if *icase { find_bytes_icase(hay.as_bytes(), needle.as_bytes()) } else { find_bytes(hay.as_bytes(), needle.as_bytes()) };
+            assert_eq!(got, *want, "{needle:?} in {hay:?}");
+        }
+    }
+
+    #[test]
+    fn literal_analysis_table() {
+        // (pattern, /i, literal prefix, required literal)
+        let cases: &[(&str, bool, &str, &str)] = &[
+            (" with (a|b)", true, " with ", ""),
+            ("\\bhelo=(\\S+)", false, "helo=", ""),
+            ("(?:from |HELO )\\S*hotmail\\.com\\b", false, "", "hotmail.com"),
+            ("^(\\S+) \\((\\S+) \\[x\\]\\).*\\) by (\\S+)", false, "", " [x])"),
+            ("a(?:bcd)+", false, "", ""),
+            ("(?:a|b)(?i:cde)f", false, "", "cde"),
+            ("(x)?abcd", false, "", "abcd"),
+        ];
+        for (p, icase, prefix, required) in cases {
+            let re = Regex::new(p, *icase).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!(re.prefix, prefix.as_bytes(), "prefix of {p}");
+            assert_eq!(re.required, required.as_bytes(), "required literal of {p}");
         }
     }
 

@@ -918,7 +918,8 @@ macro_rules! received_patterns {
         enum P { $($name,)* }
         /// SpamAssassin's Received formats, `(pattern, /i)`, in [`P`] order.
         const RECEIVED_PATTERNS: &[(&str, bool)] = &[ $(($pat, $icase),)* ];
-        /// Text each pattern needs (any case when the pattern is `/i`), checked first.
+        /// Text each pattern needs (any case when the pattern is `/i`, then written in lower
+        /// case; one of several when split by `|`), checked first.
         const NEEDLES: &[&str] = &[ $(received_patterns!(@needle $($needle)?),)* ];
     };
     (@needle) => { "" };
@@ -933,7 +934,7 @@ received_patterns! {
     DateTail = false r"[\s;]+(?:(?:Mon|T(?:ue|hu)|Wed|Fri|S(?:at|un)), )?\d+ (?:J(?:an|u[nl])|Feb|Ma[ry]|A(?:pr|ug)|Sep|Oct|Nov|Dec) \d+ \d+:\d+(?::\d+)? \S+$";
     Id = false r" id <?([^\s<>;]{3,})";
     HeloEq = false r"\bhelo=([-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]+)(?:[^-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]|$)";
-    HeloWord = false r"\b(?:HELO|EHLO) ([-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]+)(?:[^-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]|$)";
+    HeloWord = false r"\b(?:HELO|EHLO) ([-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]+)(?:[^-A-Za-z0-9\.\^+_&:=?!@%*\$\\/]|$)" if "LO ";
     By = false r" by (\S+)(?:[^-A-Za-z0-9\;\.]|$)";
     AuthWith = true r" with ((?:ES|L|UTF8S|UTF8L)MTPS?A|ASMTP|HTTP[SU]?)(?: |;|$)" if " with ";
     AuthGmail = false r" by mx\.google\.com with ESMTPS id [a-z0-9]{1,4}sm[0-9]{2,9}[a-z]{3}\.[0-9]{1,3}\.[0-9]{4}\.(?:[0-6][0-9]\.){4}[0-6][0-9]" if "mx.google.com";
@@ -946,13 +947,13 @@ received_patterns! {
     AuthCommunigate = false r"CommuniGate Pro (HTTP|SMTP|XIMSS|IMAP)" if "CommuniGate Pro ";
     AuthExchangeDav = false r" with Microsoft Exchange Server HTTP-DAV\b" if "HTTP-DAV";
     AuthViaHttp = true r" \(via (HTTP.?)\)(?: |;|$)" if "(via http";
-    Envfrom = true r"(?:return-path:? |envelope-(?:sender|from)[ =])(\S+)\b";
+    Envfrom = true r"(?:return-path:? |envelope-(?:sender|from)[ =])(\S+)\b" if "return-path|envelope-";
     Squirrel = false r" \((?:SquirrelMail|NaSMail) authenticated user " if "authenticated user ";
     SquirrelIp = false r"((?&IP))\b(?![.-]).{10,80}by (\S+) with HTTP";
     AolWebmail = false r"((?&IP)) by (\S+) \((?&IP)\) with HTTP \(WebMailUI\)";
     Smtpsvc = false r"^(\S*) \(\[((?&IP))\][^\)]{0,40}\) by (\S+) with Microsoft SMTPSVC";
     SmtpsvcPickup = false r"^mail pickup service by (\S+) with Microsoft SMTPSVC$";
-    MsSmtpServer = false r" with (?:Microsoft SMTP Server|mapi id) (?:\([^\)]+\) )?\d+\.\d+\.\d+\.\d+(?:$| )" if " with ";
+    MsSmtpServer = false r" with (?:Microsoft SMTP Server|mapi id) (?:\([^\)]+\) )?\d+\.\d+\.\d+\.\d+(?:$| )" if " with Microsoft SMTP Server | with mapi id ";
     MsSmtpServerFrom = false r"^(\S+) \(\[?((?&IP))(?:%[A-Z0-9._~-]*)?\]?\) by (\S+) ";
     XMail = false r"^(\S+) \((\[?(?&IP)\]?)(?::\d+)\) by (\S+)(?: \(\S+\))? with \[XMail";
     XMailId = false r" id <(\S+)>";
@@ -1121,9 +1122,9 @@ impl LineCx<'_> {
         };
         let text = range.get(self.work);
         self.base = range.0 as usize;
-        if let Some(needle) = NEEDLES.get(p as usize).filter(|n| !n.is_empty()) {
+        if let Some(needles) = NEEDLES.get(p as usize).filter(|n| !n.is_empty()) {
             let icase = RECEIVED_PATTERNS.get(p as usize).is_some_and(|&(_, i)| i);
-            if !contains(text, needle.as_bytes(), icase) {
+            if !needles.split('|').any(|n| contains(text, n.as_bytes(), icase)) {
                 return false;
             }
         }
@@ -1148,7 +1149,7 @@ impl LineCx<'_> {
     }
 
     fn contains(&self, r: Rg, needle: &[u8]) -> bool {
-        memchr::memmem::find(r.get(self.work), needle).is_some()
+        super::re::find_bytes(r.get(self.work), needle).is_some()
     }
 
     /// Appends `parts` to the work buffer and returns their range.
@@ -1757,12 +1758,13 @@ impl ReceivedParser {
     }
 }
 
-/// Whether `hay` contains `needle` (ignoring ASCII case when `icase`).
+/// Whether `hay` contains `needle` (ignoring ASCII case when `icase`; `needle` is then lower case).
 fn contains(hay: &[u8], needle: &[u8], icase: bool) -> bool {
-    if !icase {
-        return super::re::find_bytes(hay, needle).is_some();
+    if icase {
+        super::re::find_bytes_icase(hay, needle).is_some()
+    } else {
+        super::re::find_bytes(hay, needle).is_some()
     }
-    hay.windows(needle.len().max(1)).any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// `$ident =~ s/\@$//` on a capture.
