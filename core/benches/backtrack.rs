@@ -52,15 +52,8 @@ struct Case {
 }
 
 fn main() {
-    let Some(config) = stock::stock_config() else {
-        println!("SKIP: stock rules not found at {}", stock::RULES_DIR);
-        return;
-    };
-    let root = corpus::root();
-    let Some(paths) = corpus::message_paths(&root) else {
-        println!("SKIP: corpus not found at {}", root.display());
-        return;
-    };
+    let Some(config) = stock::stock_config_or_skip() else { return };
+    let Some(paths) = corpus::paths_or_skip() else { return };
     // Header blocks as the scan builds its `ALL` targets: decoded and raw.
     let mut bufs = MessageBuffers::new(Limits::default());
     let mut decoded: Vec<Vec<u8>> = Vec::new();
@@ -69,15 +62,7 @@ fn main() {
         let Ok(data) = fs::read(p) else { continue };
         let msg = Message::parse(&data, &mut bufs);
         let mut all = Vec::new();
-        for h in msg.headers() {
-            all.extend_from_slice(h.name);
-            all.extend_from_slice(b": ");
-            all.extend_from_slice(h.decoded);
-            all.push(b'\n');
-        }
-        if all.last() == Some(&b'\n') {
-            all.pop();
-        }
+        msg.decoded_header_block(&mut all);
         decoded.push(all);
         raw.push(msg.header_block().to_vec());
     }

@@ -46,15 +46,8 @@ fn clock_cost() -> f64 {
 }
 
 fn main() {
-    let Some(config) = stock::stock_config() else {
-        println!("SKIP: stock rules not found at {}", stock::RULES_DIR);
-        return;
-    };
-    let root = corpus::root();
-    let Some(paths) = corpus::message_paths(&root) else {
-        println!("SKIP: corpus not found at {}", root.display());
-        return;
-    };
+    let Some(config) = stock::stock_config_or_skip() else { return };
+    let Some(paths) = corpus::paths_or_skip() else { return };
     let every: usize = std::env::var("SIFT_BENCH_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
     let messages: Vec<Vec<u8>> = paths.iter().step_by(every).filter_map(|p| fs::read(p).ok()).collect();
     let rules = RuleSet::compile(&config).expect("stock rules compile");

@@ -18,11 +18,7 @@ fn cpu_time() -> Option<Duration> {
 }
 
 fn main() {
-    let root = corpus::root();
-    let Some(paths) = corpus::message_paths(&root) else {
-        println!("SKIP: corpus not found at {}", root.display());
-        return;
-    };
+    let Some(paths) = corpus::paths_or_skip() else { return };
     let messages: Vec<Vec<u8>> = paths.iter().filter_map(|p| fs::read(p).ok()).collect();
     let raw_bytes: usize = messages.iter().map(Vec::len).sum();
 

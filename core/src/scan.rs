@@ -271,16 +271,7 @@ impl RuleSet {
         }
         let HeaderText { all: all_headers, target, names } = text;
         // The decoded header block: the `ALL` target and, with the raw block, the prefilter's haystack.
-        all_headers.clear();
-        for h in message.headers() {
-            all_headers.extend_from_slice(h.name);
-            all_headers.extend_from_slice(b": ");
-            all_headers.extend_from_slice(h.decoded);
-            all_headers.push(b'\n');
-        }
-        if all_headers.last() == Some(&b'\n') {
-            all_headers.pop();
-        }
+        message.decoded_header_block(all_headers);
         let epoch = lines.next_epoch();
         if let Some(ac) = &self.header_prefilter {
             for hay in [message.header_block(), all_headers.as_slice()] {

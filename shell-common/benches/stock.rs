@@ -16,11 +16,7 @@ use siftd_common::sys::thread_cpu_time;
 mod corpus;
 
 fn main() {
-    let root = corpus::root();
-    let Some(paths) = corpus::message_paths(&root) else {
-        println!("SKIP: corpus not found at {}", root.display());
-        return;
-    };
+    let Some(paths) = corpus::paths_or_skip() else { return };
     let rules_dir = PathBuf::from(std::env::var("SIFT_BENCH_RULES").unwrap_or_else(|_| "/usr/share/spamassassin".into()));
     let site_dir = PathBuf::from(std::env::var("SIFT_BENCH_SITE").unwrap_or_else(|_| "/etc/spamassassin".into()));
     if !rules_dir.is_dir() {

@@ -21,3 +21,13 @@ pub fn message_paths(root: &Path) -> Option<Vec<PathBuf>> {
     paths.sort();
     Some(paths)
 }
+
+/// The corpus's message paths, or `None` after printing the SKIP line a bench ends with.
+pub fn paths_or_skip() -> Option<Vec<PathBuf>> {
+    let root = root();
+    let paths = message_paths(&root);
+    if paths.is_none() {
+        println!("SKIP: corpus not found at {}", root.display());
+    }
+    paths
+}

@@ -388,6 +388,21 @@ impl<'a> Message<'a> {
         self.headers().filter(|h| h.name.eq_ignore_ascii_case(name)).last()
     }
 
+    /// The top-level headers decoded, one `Name: value` line each, into `out` (cleared
+    /// first): what SpamAssassin's `ALL` pseudo-header reads.
+    pub fn decoded_header_block(&self, out: &mut Vec<u8>) {
+        out.clear();
+        for h in self.headers() {
+            out.extend_from_slice(h.name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(h.decoded);
+            out.push(b'\n');
+        }
+        if out.last() == Some(&b'\n') {
+            out.pop();
+        }
+    }
+
     /// The raw top-level header block, without the blank line that ends it.
     pub fn header_block(&self) -> &'a [u8] {
         let (a, b) = self.bufs.header_block;

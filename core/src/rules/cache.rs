@@ -341,6 +341,23 @@ fn read_id(r: &mut Reader<'_>, count: usize) -> Option<StateID> {
     }
 }
 
+/// A count-prefixed list of an NFA image, its length within `allowed`.
+fn read_many<T>(
+    r: &mut Reader<'_>,
+    allowed: core::ops::RangeInclusive<usize>,
+    mut item: impl FnMut(&mut Reader<'_>) -> Option<T>,
+) -> Option<Vec<T>> {
+    let n = r.u32().ok()? as usize;
+    if !allowed.contains(&n) {
+        return None;
+    }
+    let mut items = Vec::with_capacity(n);
+    for _ in 0..n {
+        items.push(item(r)?);
+    }
+    Some(items)
+}
+
 /// A byte-range transition of an NFA image.
 fn read_transition(r: &mut Reader<'_>, count: usize) -> Option<Transition> {
     let range = r.take(2).ok()?;
@@ -356,32 +373,12 @@ fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Op
     let tag = *r.take(1).ok()?.first()?;
     let added = match tag {
         0 => b.add_range(read_transition(r, count)?),
-        1 => {
-            let n = r.u32().ok()? as usize;
-            if !(2..=256).contains(&n) {
-                return None;
-            }
-            let mut transitions = Vec::with_capacity(n);
-            for _ in 0..n {
-                transitions.push(read_transition(r, count)?);
-            }
-            b.add_sparse(transitions)
-        }
+        1 => b.add_sparse(read_many(r, 2..=256, |r| read_transition(r, count))?),
         2 => {
             let look = Look::from_repr(r.u32().ok()?)?;
             b.add_look(read_id(r, count)?, look)
         }
-        3 => {
-            let n = r.u32().ok()? as usize;
-            if n < 3 || n > count {
-                return None;
-            }
-            let mut alternates = Vec::with_capacity(n);
-            for _ in 0..n {
-                alternates.push(read_id(r, count)?);
-            }
-            b.add_union(alternates)
-        }
+        3 => b.add_union(read_many(r, 3..=count, |r| read_id(r, count))?),
         4 => {
             let (alt1, alt2) = (read_id(r, count)?, read_id(r, count)?);
             b.add_union(alloc::vec![alt1, alt2])

@@ -56,6 +56,15 @@ pub fn stock_config() -> Option<Config> {
     Some(parser.finish())
 }
 
+/// The stock rules, or `None` after printing the SKIP line a bench ends with.
+pub fn stock_config_or_skip() -> Option<Config> {
+    let config = stock_config();
+    if config.is_none() {
+        println!("SKIP: stock rules not found at {RULES_DIR}");
+    }
+    config
+}
+
 /// The SpamAssassin public corpus, found from this crate's directory.
 pub fn public_corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/spamassassin-public")
