@@ -18,7 +18,9 @@ use super::literal::Required;
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
+/// Bytes before the part of an image its checksum covers: magic, format, checksum.
+const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
 const MAX_ENTRIES: usize = 1 << 20;
 /// Literals in one entry's list, at most: the same bound for a list.
@@ -70,6 +72,8 @@ pub enum CacheError {
     Version(u32),
     /// The image ends inside an entry or its header lies.
     Truncated,
+    /// The image's bytes do not add up to its checksum: damaged on disk or in transit.
+    Damaged,
 }
 
 impl fmt::Display for CacheError {
@@ -78,6 +82,7 @@ impl fmt::Display for CacheError {
             CacheError::NotACache => f.write_str("not a sift DFA cache"),
             CacheError::Version(v) => write!(f, "cache layout {v}, this siftd reads {FORMAT}"),
             CacheError::Truncated => f.write_str("cache image truncated or corrupt"),
+            CacheError::Damaged => f.write_str("cache image damaged (checksum differs)"),
         }
     }
 }
@@ -116,6 +121,11 @@ impl DfaCache {
         let format = r.u32()?;
         if format != FORMAT {
             return Err(CacheError::Version(format));
+        }
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(r.take(8)?);
+        if u64::from_le_bytes(sum) != checksum(image.get(HEADER..).unwrap_or_default()) {
+            return Err(CacheError::Damaged);
         }
         let count = r.u32()? as usize;
         if count > MAX_ENTRIES {
@@ -162,6 +172,7 @@ impl DfaCache {
         out.extend_from_slice(MAGIC);
         let kept: Vec<(&Key, &Entry)> = self.entries.iter().filter(|(k, _)| self.used.contains_key(*k)).collect();
         out.extend_from_slice(&FORMAT.to_le_bytes());
+        out.extend_from_slice(&[0; 8]);
         out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
         for (key, entry) in kept {
             out.extend_from_slice(key);
@@ -186,6 +197,10 @@ impl DfaCache {
                     put_bytes(&mut out, bytes);
                 }
             }
+        }
+        let sum = checksum(out.get(HEADER..).unwrap_or_default());
+        if let Some(slot) = out.get_mut(HEADER - 8..HEADER) {
+            slot.copy_from_slice(&sum.to_le_bytes());
         }
         out
     }
@@ -373,7 +388,14 @@ fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Op
     let tag = *r.take(1).ok()?.first()?;
     let added = match tag {
         0 => b.add_range(read_transition(r, count)?),
-        1 => b.add_sparse(read_many(r, 2..=256, |r| read_transition(r, count))?),
+        1 => {
+            let transitions = read_many(r, 2..=256, |r| read_transition(r, count))?;
+            // Ranges in order and apart, as the NFA's searches assume.
+            if transitions.windows(2).any(|w| w.first().map(|a| a.end) >= w.get(1).map(|b| b.start)) {
+                return None;
+            }
+            b.add_sparse(transitions)
+        }
         2 => {
             let look = Look::from_repr(r.u32().ok()?)?;
             b.add_look(read_id(r, count)?, look)
@@ -388,6 +410,25 @@ fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Op
         _ => return None,
     };
     added.ok()
+}
+
+/// A 64-bit checksum of `bytes`, eight at a time: a damaged image is refused (and
+/// rebuilt) instead of handing damaged automata to the scan.
+fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    h
 }
 
 /// Bytes that bring `pos` to a multiple of 4.
@@ -461,16 +502,25 @@ mod tests {
         good.put(key(&[b"b"]), Cached { dfa: None, nfa: None, required: None, prefix: None });
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x03\0\0\0\x01\0\0\0".to_vec();
-        huge.extend_from_slice(&[0; 16]);
-        huge.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
+        let mut huge = b"SIFTDFA\0\x04\0\0\0".to_vec();
+        let mut body = alloc::vec![1, 0, 0, 0];
+        body.extend_from_slice(&[0; 16]);
+        body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
+        huge.extend_from_slice(&checksum(&body).to_le_bytes());
+        huge.extend_from_slice(&body);
+        // One byte changed anywhere after the header.
+        let mut flipped = image.clone();
+        if let Some(b) = flipped.last_mut() {
+            *b ^= 1;
+        }
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x03\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x02\0\0\0\0\0\0\0", Err(CacheError::Version(2))),
-            (b"SIFTDFA\0\x03\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
-            (&image[..image.len() - 1], Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x04\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x03\0\0\0\0\0\0\0", Err(CacheError::Version(3))),
+            (b"SIFTDFA\0\x04\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (&image[..image.len() - 1], Err(CacheError::Damaged)),
+            (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
         ];
         for (bytes, want) in cases {
@@ -527,7 +577,25 @@ mod tests {
         bad_id[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         let mut bad_tag = image.clone();
         bad_tag[16] = 9;
+        // A hand-made two-state NFA: a sparse state (ranges as given) then a match.
+        let sparse = |first: u8, second: u8| {
+            let mut v = Vec::new();
+            for word in [2u32, 0, 0, 0] {
+                v.extend_from_slice(&word.to_le_bytes());
+            }
+            v.push(1);
+            v.extend_from_slice(&2u32.to_le_bytes());
+            for byte in [first, second] {
+                v.extend_from_slice(&[byte, byte]);
+                v.extend_from_slice(&1u32.to_le_bytes());
+            }
+            v.push(6);
+            v
+        };
+        assert!(nfa_from_image(&sparse(b'a', b'b')).is_some(), "ranges in order are kept");
+        let unordered = sparse(b'b', b'a');
         let damaged: &[(&str, &[u8])] = &[
+            ("sparse ranges out of order", &unordered),
             ("empty", &[]),
             ("truncated", &image[..image.len() - 1]),
             ("trailing byte", &[image.as_slice(), &[0]].concat()),
