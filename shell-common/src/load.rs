@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use sift_core::rules::cf::{self, Includer, Parser};
-use sift_core::rules::cache::DfaCache;
+use sift_core::rules::cache::{DfaCache, Preparation};
 use sift_core::rules::{CompileError, Config, RuleSet, DEFAULT_RULES};
 
 /// Where rules come from: SpamAssassin's "default rules dir" and "site rules dir".
@@ -117,23 +117,22 @@ pub struct CacheReport {
     pub problem: Option<String>,
 }
 
+/// Threads that rebuild cached automata at most: past four, a start gains little.
+const MAX_THREADS: usize = 4;
+
 /// Loads and compiles the rules as [`load_rules`] does, taking dense DFAs from the
 /// cache file at `cache_path` and writing it back (atomically) when the compile added
 /// some. A missing, unreadable or stale file only costs time: it is reported, not fatal.
+/// The file is read, and its automata rebuilt on every core, while the rule files parse.
 pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(RuleSet, CacheReport), LoadError> {
-    let config = load_config(sources)?;
-    let mut problem = None;
-    let mut cache = match fs::read(cache_path) {
-        Ok(image) => DfaCache::from_image(image).unwrap_or_else(|e| {
-            problem = Some(format!("{}: {e}; rebuilding it", cache_path.display()));
-            DfaCache::new()
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => DfaCache::new(),
-        Err(e) => {
-            problem = Some(format!("{}: {e}", cache_path.display()));
-            DfaCache::new()
-        }
-    };
+    let (config, read) = std::thread::scope(|s| {
+        let reading = s.spawn(|| read_cache(cache_path));
+        let config = load_config(sources);
+        let read = reading.join().unwrap_or_else(|_| (DfaCache::new(), Some(format!("{}: reading it failed", cache_path.display()))));
+        (config, read)
+    });
+    let config = config?;
+    let (mut cache, mut problem) = read;
     let rules = RuleSet::compile_cached(&config, &mut cache).map_err(LoadError::Compile)?;
     if cache.misses() > 0 {
         let tmp = cache_path.with_extension("tmp");
@@ -143,4 +142,31 @@ pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(Ru
         }
     }
     Ok((rules, CacheReport { reused: cache.hits(), built: cache.misses(), problem }))
+}
+
+/// The cache file at `path` with its automata rebuilt, or an empty cache and why.
+fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
+    let image = match fs::read(path) {
+        Ok(image) => image,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (DfaCache::new(), None),
+        Err(e) => return (DfaCache::new(), Some(format!("{}: {e}", path.display()))),
+    };
+    match DfaCache::from_image(image) {
+        Ok(mut cache) => {
+            cache.prepare(run_on_all_cores);
+            (cache, None)
+        }
+        Err(e) => (DfaCache::new(), Some(format!("{}: {e}; rebuilding it", path.display()))),
+    }
+}
+
+/// Runs `work` spread over the cores this process may use.
+fn run_on_all_cores(work: &mut [Preparation<'_>]) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
+    let per_thread = work.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for part in work.chunks_mut(per_thread) {
+            s.spawn(|| part.iter_mut().for_each(Preparation::run));
+        }
+    });
 }

@@ -44,6 +44,8 @@ use core::fmt;
 
 use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Look};
 
+mod image;
+
 /// Names of the placeholder groups perl.rs writes in its backtracking translation.
 /// A capture `(?P<c3>...)` is Perl group 3; a backreference is an (otherwise
 /// meaningless) group named `r{k}_{n}` or, under `/i`, `ri{k}_{n}`; `{k}` only

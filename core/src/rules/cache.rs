@@ -11,14 +11,17 @@ use core::fmt;
 use regex_automata::dfa::dense;
 use regex_automata::nfa::thompson::{self, State, Transition};
 use regex_automata::util::look::Look;
+use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::primitives::StateID;
 
+use super::backtrack::Backtrack;
+use super::compile::fast_prefilter;
 use super::literal::Required;
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 /// Bytes before the part of an image its checksum covers: magic, format, checksum.
 const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
@@ -43,6 +46,9 @@ struct Entry {
     nfa: Option<Vec<u8>>,
     required: Option<Required>,
     prefix: Option<Vec<Vec<u8>>>,
+    /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
+    /// `None`: they no longer rebuild.
+    ready: Option<Option<Cached>>,
 }
 
 /// Bytes of an entry: in the image read at start (not copied), or added since.
@@ -51,7 +57,7 @@ enum Stored {
     Owned(Vec<u8>),
 }
 
-/// One pattern's cached outcome.
+/// One pattern's cached outcome, rebuilt and ready to scan with.
 pub(crate) struct Cached {
     /// `None`: too big for a dense DFA.
     pub(crate) dfa: Option<dense::DFA<Vec<u32>>>,
@@ -59,8 +65,35 @@ pub(crate) struct Cached {
     pub(crate) nfa: Option<thompson::NFA>,
     /// Its prefilter literals (see `literal::requirement`).
     pub(crate) required: Option<Required>,
-    /// The literals every match starts with, for the search's prefilter.
-    pub(crate) prefix: Option<Vec<Vec<u8>>>,
+    /// The search prefilter over the literals every match starts with.
+    pub(crate) prefilter: Option<Prefilter>,
+}
+
+/// One entry's automata to rebuild from the image: work a caller of
+/// [`DfaCache::prepare`] may run on any thread.
+pub struct Preparation<'c> {
+    image: &'c [u8],
+    entry: &'c mut Entry,
+}
+
+impl Preparation<'_> {
+    /// Rebuilds this entry's automata.
+    pub fn run(&mut self) {
+        if self.entry.ready.is_none() {
+            self.entry.ready = Some(rebuild(self.image, self.entry));
+        }
+    }
+}
+
+/// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
+fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
+    let dfa = match &entry.dfa {
+        None => None,
+        Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
+    };
+    let nfa = entry.nfa.as_deref().and_then(nfa_from_image);
+    let prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
+    Some(Cached { dfa, nfa, required: entry.required.clone(), prefilter })
 }
 
 /// Why a cache image was not read.
@@ -93,10 +126,21 @@ pub struct DfaCache {
     /// The image the cache was read from; entries point into it.
     image: Vec<u8>,
     entries: BTreeMap<Key, Entry>,
+    /// Backtracking compiles (`Backtrack::write_image`), keyed by the Perl pattern.
+    backtracks: BTreeMap<Key, Vec<u8>>,
     /// Keys the latest compile asked for: only they are written back.
     used: BTreeMap<Key, ()>,
     hits: usize,
     misses: usize,
+}
+
+impl Stored {
+    fn bytes<'a>(&'a self, image: &'a [u8]) -> &'a [u8] {
+        match self {
+            Stored::Image(range) => image.get(range.clone()).unwrap_or_default(),
+            Stored::Owned(bytes) => bytes,
+        }
+    }
 }
 
 impl DfaCache {
@@ -154,16 +198,28 @@ impl DfaCache {
                     Some(r.take(len)?.to_vec())
                 }
             };
-            entries.insert(key, Entry { dfa, nfa, required, prefix });
+            entries.insert(key, Entry { dfa, nfa, required, prefix, ready: None });
         }
-        Ok(DfaCache { image, entries, ..DfaCache::default() })
+        let count = r.u32()? as usize;
+        if count > MAX_ENTRIES {
+            return Err(CacheError::Truncated);
+        }
+        let mut backtracks = BTreeMap::new();
+        for _ in 0..count {
+            let mut key: Key = [0; 16];
+            key.copy_from_slice(r.take(16)?);
+            let len = r.u32()? as usize;
+            backtracks.insert(key, r.take(len)?.to_vec());
+        }
+        Ok(DfaCache { image, entries, backtracks, ..DfaCache::default() })
     }
 
-    fn stored<'a>(&'a self, stored: &'a Stored) -> &'a [u8] {
-        match stored {
-            Stored::Image(range) => self.image.get(range.clone()).unwrap_or_default(),
-            Stored::Owned(bytes) => bytes,
-        }
+    /// Rebuilds every entry's automata ahead of a compile (which then only takes them),
+    /// handing the work to `run`: a caller with threads spreads it over the cores.
+    pub fn prepare(&mut self, run: impl FnOnce(&mut [Preparation<'_>])) {
+        let image = self.image.as_slice();
+        let mut work: Vec<Preparation<'_>> = self.entries.values_mut().map(|entry| Preparation { image, entry }).collect();
+        run(&mut work);
     }
 
     /// The image of every entry the latest compile used or added, for the next start.
@@ -179,7 +235,7 @@ impl DfaCache {
             match &entry.dfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
                 Some(stored) => {
-                    let bytes = self.stored(stored);
+                    let bytes = stored.bytes(&self.image);
                     out.extend_from_slice(&1u32.to_le_bytes());
                     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                     // DFAs are read in place: their words start 4-aligned in the image.
@@ -197,6 +253,12 @@ impl DfaCache {
                     put_bytes(&mut out, bytes);
                 }
             }
+        }
+        let kept: Vec<(&Key, &Vec<u8>)> = self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).collect();
+        out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
+        for (key, image) in kept {
+            out.extend_from_slice(key);
+            put_bytes(&mut out, image);
         }
         let sum = checksum(out.get(HEADER..).unwrap_or_default());
         if let Some(slot) = out.get_mut(HEADER - 8..HEADER) {
@@ -224,25 +286,49 @@ impl DfaCache {
 
     /// The cached outcome for `key`, `None` when unknown (or its DFA no longer deserializes).
     pub(crate) fn get(&mut self, key: &Key) -> Option<Cached> {
-        let entry = self.entries.get(key)?;
-        let dfa = match &entry.dfa {
-            None => None,
-            Some(stored) => Some(dense::DFA::from_bytes(self.stored(stored)).ok().map(|(dfa, _)| dfa.to_owned())?),
+        let entry = self.entries.get_mut(key)?;
+        let found = match entry.ready.take() {
+            Some(ready) => ready?,
+            None => rebuild(&self.image, entry)?,
         };
-        let nfa = entry.nfa.as_deref().and_then(nfa_from_image);
         self.used.insert(*key, ());
         self.hits += 1;
-        Some(Cached { dfa, nfa, required: entry.required.clone(), prefix: entry.prefix.clone() })
+        Some(found)
     }
 
-    /// Records what compiling `key` gave.
-    pub(crate) fn put(&mut self, key: Key, found: Cached) {
-        let dfa = found.dfa.map(|d| {
+    /// The backtracking compile cached for `key`, `None` when unknown or unreadable.
+    pub(crate) fn get_backtrack(&mut self, key: &Key) -> Option<Backtrack> {
+        let found = Backtrack::read_image(self.backtracks.get(key)?)?;
+        self.used.insert(*key, ());
+        self.hits += 1;
+        Some(found)
+    }
+
+    /// Records the backtracking compile of `key`.
+    pub(crate) fn put_backtrack(&mut self, key: Key, compiled: &Backtrack) {
+        let mut image = Vec::new();
+        compiled.write_image(&mut image);
+        self.backtracks.insert(key, image);
+        self.used.insert(key, ());
+        self.misses += 1;
+    }
+
+    /// Records what compiling `key` gave: its dense DFA (`None`: too big), else the
+    /// NFA of its lazy DFA, its required literals and its prefix literals.
+    pub(crate) fn put(
+        &mut self,
+        key: Key,
+        dfa: Option<&dense::DFA<Vec<u32>>>,
+        nfa: Option<&thompson::NFA>,
+        required: Option<&Required>,
+        prefix: Option<&[Vec<u8>]>,
+    ) {
+        let dfa = dfa.map(|d| {
             let (bytes, padding) = d.to_bytes_native_endian();
             Stored::Owned(bytes.get(padding..).unwrap_or_default().to_vec())
         });
-        let nfa = found.nfa.as_ref().and_then(nfa_image);
-        self.entries.insert(key, Entry { dfa, nfa, required: found.required, prefix: found.prefix });
+        let entry = Entry { dfa, nfa: nfa.and_then(nfa_image), required: required.cloned(), prefix: prefix.map(<[_]>::to_vec), ready: None };
+        self.entries.insert(key, entry);
         self.used.insert(key, ());
         self.misses += 1;
     }
@@ -498,11 +584,14 @@ mod tests {
     fn images_table() {
         let mut good = DfaCache::new();
         let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3 });
-        good.put(key(&[b"a"]), Cached { dfa: None, nfa: Some(nfa("ab+c")), required: required.clone(), prefix: Some(alloc::vec![b"x".to_vec()]) });
-        good.put(key(&[b"b"]), Cached { dfa: None, nfa: None, required: None, prefix: None });
+        let x = [b"x".to_vec()];
+        good.put(key(&[b"a"]), None, Some(&nfa("ab+c")), required.as_ref(), Some(&x));
+        good.put(key(&[b"b"]), None, None, None, None);
+        let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
+        good.put_backtrack(key(&[b"p"]), &backtrack);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x04\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x05\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -516,9 +605,9 @@ mod tests {
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x04\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x03\0\0\0\0\0\0\0", Err(CacheError::Version(3))),
-            (b"SIFTDFA\0\x04\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x05\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x04\0\0\0\0\0\0\0", Err(CacheError::Version(4))),
+            (b"SIFTDFA\0\x05\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -527,15 +616,26 @@ mod tests {
             let got = DfaCache::from_bytes(bytes).map(|c| c.entries.len());
             assert_eq!(&got, want, "{bytes:?}");
         }
-        // What was put reads back.
+        // What was put reads back, rebuilt on demand or ahead by `prepare`.
+        for prepared in [false, true] {
+            let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
+            if prepared {
+                read.prepare(|work| work.iter_mut().rev().for_each(Preparation::run));
+                assert!(read.entries.values().all(|e| e.ready.is_some()));
+            }
+            let a = read.get(&key(&[b"a"])).expect("entry a");
+            let a_states = a.nfa.map(|n| n.states().to_vec());
+            assert_eq!((a.dfa.is_none(), a.required, a.prefilter.is_some()), (true, required.clone(), true));
+            assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
+            let b = read.get(&key(&[b"b"])).expect("entry b");
+            assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
+            assert!(read.get(&key(&[b"c"])).is_none());
+            assert_eq!((read.hits(), read.misses()), (2, 0));
+        }
         let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
-        let a = read.get(&key(&[b"a"])).expect("entry a");
-        let a_states = a.nfa.map(|n| n.states().to_vec());
-        assert_eq!((a.dfa.is_none(), a.required, a.prefix), (true, required, Some(alloc::vec![b"x".to_vec()])));
-        assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
-        let b = read.get(&key(&[b"b"])).expect("entry b");
-        assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefix), (true, true, None, None));
-        assert!(read.get(&key(&[b"c"])).is_none());
+        let p = read.get_backtrack(&key(&[b"p"])).expect("backtrack p");
+        assert_eq!(p.relaxed, backtrack.relaxed);
+        assert!(read.get_backtrack(&key(&[b"a"])).is_none());
     }
 
     fn nfa(pattern: &str) -> thompson::NFA {

@@ -17,7 +17,7 @@ use regex_syntax::hir::{
     Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
 };
 
-use super::backtrack::Program;
+use super::backtrack::{Backtrack, Program};
 use super::cache::{self, Cached, DfaCache};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::perl;
@@ -368,6 +368,8 @@ pub struct RuleSet {
     pub(crate) meta_stack: usize,
     disabled: Vec<Disabled>,
     deferred_disable: Vec<(u32, DisabledReason)>,
+    /// During a build: prefilters by needle set, so patterns with equal sets share one.
+    prefilters: Prefilters,
     summary: RuleSummary,
     config: Config,
 }
@@ -411,7 +413,13 @@ enum Dense<'c> {
     Cached(&'c mut DfaCache),
 }
 
-fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
+fn build_matcher(
+    translated: &str,
+    span: Span,
+    lazy: &mut Vec<hybrid::dfa::DFA>,
+    prefilters: &mut Prefilters,
+    dense: &mut Dense<'_>,
+) -> Result<Built, DisabledReason> {
     let key = || {
         let span_tag: &[u8] = match span {
             Span::Whole => b"whole",
@@ -431,12 +439,11 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
     };
     // What the cache holds needs no parsing: a dense DFA, or the NFA of a lazy one.
     let cached = match cached {
-        Some(Cached { dfa: Some(mut dfa), required, prefix, .. }) => {
-            dfa.set_prefilter(prefix.as_deref().and_then(fast_prefilter));
+        Some(Cached { dfa: Some(mut dfa), required, prefilter, .. }) => {
+            dfa.set_prefilter(prefilter);
             return Ok(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required });
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, prefix }) => {
-            let prefilter = prefix.as_deref().and_then(fast_prefilter);
+        Some(Cached { dfa: None, nfa: Some(nfa), required, prefilter }) => {
             let filtered = required.is_some();
             return Ok(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, filtered, lazy)?), required });
         }
@@ -448,8 +455,8 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
         Span::Whole => hir,
         Span::Lines => line_local(&hir, 0),
     };
-    let prefix = prefix_needles(&searched);
-    let prefilter = prefix.as_deref().and_then(fast_prefilter);
+    let prefix = prefix_needles(&searched, prefilters);
+    let prefilter = prefix.as_deref().and_then(|p| prefilters.fast(p));
     let nfa = build_nfa(&searched)?;
     let known_too_big = cached.is_some();
     let built = match dense {
@@ -458,8 +465,8 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
         Dense::Build => build_dense(&nfa, prefilter.clone()),
         Dense::Cached(c) => {
             let dfa = build_dense(&nfa, prefilter.clone());
-            let kept_nfa = dfa.is_none().then(|| nfa.clone());
-            c.put(key(), Cached { dfa: dfa.clone(), nfa: kept_nfa, required: required.clone(), prefix: prefix.clone() });
+            let kept_nfa = if dfa.is_none() { Some(&nfa) } else { None };
+            c.put(key(), dfa.as_ref(), kept_nfa, required.as_ref(), prefix.as_deref());
             dfa
         }
     };
@@ -470,22 +477,51 @@ fn build_matcher(translated: &str, span: Span, lazy: &mut Vec<hybrid::dfa::DFA>,
     Ok(Built { matcher, required })
 }
 
+/// The backtracking compile of `perl`, from the cache when it holds one.
+fn backtrack_cached(perl: &str, dense: &mut Dense<'_>) -> Result<Backtrack, DisabledReason> {
+    let Dense::Cached(cache) = dense else { return perl::backtrack(perl).map_err(DisabledReason::Regex) };
+    let key = cache::key(&[b"backtrack", perl.as_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
+    if let Some(found) = cache.get_backtrack(&key) {
+        return Ok(found);
+    }
+    let compiled = perl::backtrack(perl).map_err(DisabledReason::Regex)?;
+    cache.put_backtrack(key, &compiled);
+    Ok(compiled)
+}
+
 /// Most prefix literals kept for a search prefilter.
 const MAX_PREFIXES: usize = 64;
 
-/// The literals every match of `hir` starts with, when they are few enough to search for.
-fn prefix_needles(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+/// The literals every match of `hir` starts with, when a fast prefilter can search for them.
+fn prefix_needles(hir: &Hir, prefilters: &mut Prefilters) -> Option<Vec<Vec<u8>>> {
     let mut extractor = Extractor::new();
     extractor.kind(ExtractKind::Prefix);
     let mut seq = extractor.extract(hir);
     seq.optimize_for_prefix_by_preference();
     let needles: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
-    (!needles.is_empty() && needles.len() <= MAX_PREFIXES && fast_prefilter(&needles).is_some()).then_some(needles)
+    (!needles.is_empty() && needles.len() <= MAX_PREFIXES && prefilters.fast(&needles).is_some()).then_some(needles)
+}
+
+/// Prefilters built so far, by needle set: a set many patterns start with (a word in
+/// every case spelling, say) is built once and shared.
+#[derive(Default)]
+struct Prefilters(BTreeMap<Vec<Vec<u8>>, Option<Prefilter>>);
+
+impl Prefilters {
+    /// [`fast_prefilter`] over `needles`, built once per set.
+    fn fast(&mut self, needles: &[Vec<u8>]) -> Option<Prefilter> {
+        if let Some(known) = self.0.get(needles) {
+            return known.clone();
+        }
+        let built = fast_prefilter(needles);
+        self.0.insert(needles.to_vec(), built.clone());
+        built
+    }
 }
 
 /// A prefilter over `needles` when it is much faster than the automaton it guards (SIMD
 /// or memchr): a DFA then skips to where a match can start instead of stepping every byte.
-fn fast_prefilter(needles: &[Vec<u8>]) -> Option<Prefilter> {
+pub(super) fn fast_prefilter(needles: &[Vec<u8>]) -> Option<Prefilter> {
     Prefilter::new(MatchKind::LeftmostFirst, needles).filter(Prefilter::is_fast)
 }
 
@@ -603,6 +639,30 @@ impl LiteralTable {
         id as u32
     }
 
+    /// About the bytes of this table's Aho-Corasick DFA: one row of four-byte
+    /// transitions per trie state (a distinct case-folded prefix), a column per byte class.
+    fn dfa_estimate(&self) -> usize {
+        let mut used = [false; 256];
+        let mut states = 1usize;
+        let mut previous: Vec<u8> = Vec::new();
+        let mut folded: Vec<Vec<u8>> = self.literals.iter().map(|l| l.to_ascii_lowercase()).collect();
+        folded.sort_unstable();
+        for lit in &folded {
+            let shared = lit.iter().zip(&previous).take_while(|(a, b)| a == b).count();
+            states += lit.len() - shared;
+            for &b in lit {
+                for c in [b, b.to_ascii_uppercase()] {
+                    if let Some(u) = used.get_mut(usize::from(c)) {
+                        *u = true;
+                    }
+                }
+            }
+            previous.clone_from(lit);
+        }
+        let classes = (2 * used.iter().filter(|&&u| u).count() + 1).min(256);
+        states.saturating_mul(classes.next_power_of_two()).saturating_mul(4)
+    }
+
     fn automaton(&self) -> Result<Option<AhoCorasick>, CompileError> {
         if self.literals.is_empty() {
             return Ok(None);
@@ -617,6 +677,11 @@ impl LiteralTable {
         };
         // A DFA scans about twice as fast as the automatic choice (an NFA for sets
         // this large); it is shared by every child, but kept within a bound.
+        // A table whose DFA would be far over the bound goes straight to the NFA: the
+        // stock body table's 19 MB DFA took 50 ms to build and throw away.
+        if self.dfa_estimate() > PREFILTER_DFA_LIMIT * 2 {
+            return build(None).map(Some);
+        }
         match build(Some(AhoCorasickKind::DFA)) {
             Ok(dfa) if dfa.memory_usage() <= PREFILTER_DFA_LIMIT => Ok(Some(dfa)),
             _ => build(None).map(Some),
@@ -670,6 +735,7 @@ impl RuleSet {
             meta_stack: 0,
             disabled: Vec::new(),
             deferred_disable: Vec::new(),
+            prefilters: Prefilters::default(),
             summary: RuleSummary::default(),
             config: config.clone(),
         };
@@ -737,6 +803,7 @@ impl RuleSet {
         set.headers.sort_by_key(|c| c.target);
         // MIME header checks by name: a part's header finds its checks by binary search.
         set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
+        set.prefilters = Prefilters::default();
         Ok(set)
     }
 
@@ -862,10 +929,10 @@ impl RuleSet {
     /// lack, a DFA of its relaxed form confirmed by a backtracking program.
     fn build_pattern(&mut self, p: &Pattern, span: Span, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
         match &p.translated {
-            Ok(t) => build_matcher(t, span, &mut self.lazy_dfas, dense),
+            Ok(t) => build_matcher(t, span, &mut self.lazy_dfas, &mut self.prefilters, dense),
             Err(why) if why.needs_backtracking() => {
-                let bt = perl::backtrack(&p.perl).map_err(DisabledReason::Regex)?;
-                let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, dense)?;
+                let bt = backtrack_cached(&p.perl, dense)?;
+                let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
                 let program = self.programs.len() as u32;
                 self.programs.push(bt.program);
                 Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, required: built.required })
@@ -1178,6 +1245,35 @@ mod tests {
     use crate::rules::cf::parse_str;
     use crate::scan::Scratch;
 
+    /// The DFA size estimate that keeps a too-big prefilter table from being built stays
+    /// within a small factor of the real size, from one literal to thousands.
+    #[test]
+    fn dfa_estimate_table() {
+        let words = |n: usize, len: usize| -> Vec<Vec<u8>> {
+            (0..n).map(|i| (0..len).map(|j| b'a' + ((i * 7 + j * 13 + i / 26 * j) % 26) as u8).collect()).collect()
+        };
+        let cases: [(&str, Vec<Vec<u8>>); 4] = [
+            ("one word", alloc::vec![b"viagra".to_vec()]),
+            ("mixed case", alloc::vec![b"Click Here".to_vec(), b"UNSUBSCRIBE".to_vec(), b"free!".to_vec()]),
+            ("hundreds", words(300, 9)),
+            ("thousands", words(3000, 14)),
+        ];
+        for (what, literals) in cases {
+            let mut table = LiteralTable::default();
+            for lit in literals {
+                table.add(lit, 0);
+            }
+            let real = AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&table.literals)
+                .expect("builds")
+                .memory_usage();
+            let estimate = table.dfa_estimate();
+            assert!(estimate * 2 >= real && estimate <= real * 3, "{what}: estimate {estimate}, real {real}");
+        }
+    }
+
     /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     /// builds dense DFAs.
     #[test]
@@ -1223,8 +1319,8 @@ mod tests {
         let config = parse_str("t.cf", rules).expect("parse");
         let plain = verdict(&RuleSet::compile(&config).expect("compile"));
         let mut cache = DfaCache::new();
-        // (rules, image round trip first, hits, misses)
-        let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 5), (rules, true, 5, 0), (&edited, true, 4, 1)];
+        // (rules, image round trip first, hits, misses): five automata and L's program.
+        let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 6), (rules, true, 6, 0), (&edited, true, 5, 1)];
         for &(text, reload, hits, misses) in cases {
             if reload {
                 cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
