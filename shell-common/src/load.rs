@@ -146,12 +146,12 @@ pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(Ru
 
 /// The cache file at `path` with its automata rebuilt, or an empty cache and why.
 fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
-    let image = match fs::read(path) {
+    let image = match fs::File::open(path).and_then(|file| crate::sys::map_file(&file)) {
         Ok(image) => image,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (DfaCache::new(), None),
         Err(e) => return (DfaCache::new(), Some(format!("{}: {e}", path.display()))),
     };
-    match DfaCache::from_image(image) {
+    match DfaCache::from_image(Box::new(image)) {
         Ok(mut cache) => {
             cache.prepare(run_on_all_cores);
             (cache, None)

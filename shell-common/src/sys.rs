@@ -540,6 +540,52 @@ pub fn page_size() -> u64 {
     u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
 }
 
+/// A file mapped read-only and private: its bytes stay in the page cache, shared and
+/// clean, instead of being copied into this process's heap. The file must not be
+/// truncated while mapped (writers replace it by rename, which leaves the mapping intact).
+pub struct MappedFile {
+    addr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value; nothing writes through it.
+unsafe impl Send for MappedFile {}
+// SAFETY: as above: shared reads of immutable bytes.
+unsafe impl Sync for MappedFile {}
+
+/// Maps all of `file`; an empty file maps to no bytes.
+pub fn map_file(file: &std::fs::File) -> io::Result<MappedFile> {
+    let len = usize::try_from(file.metadata()?.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large to map"))?;
+    if len == 0 {
+        return Ok(MappedFile { addr: std::ptr::NonNull::<u32>::dangling().cast(), len: 0 });
+    }
+    // SAFETY: a new read-only private mapping of an open file; it touches no existing memory.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let addr = std::ptr::NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+    Ok(MappedFile { addr, len })
+}
+
+impl AsRef<[u8]> for MappedFile {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes start at `addr` while the mapping lives (or none).
+        unsafe { std::slice::from_raw_parts(self.addr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmaps exactly the mapping this value owns; no slice of it outlives `self`.
+            unsafe {
+                libc::munmap(self.addr.as_ptr().cast(), self.len);
+            }
+        }
+    }
+}
+
 /// Gives the heap's free pages back to the OS (glibc; elsewhere nothing). Run after
 /// compiling rules and before forking: a child that later fills a hole left by the
 /// compile's temporaries then gets a fresh page of its own instead of copying one the
@@ -850,6 +896,29 @@ pub fn thread_cpu_time() -> std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_file_table() {
+        let dir = std::env::temp_dir().join(format!("siftd-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let big: Vec<u8> = (0..3 * 4096 + 17).map(|i| (i * 31 % 251) as u8).collect();
+        // File contents: the mapping holds exactly them, page-aligned.
+        let cases: [&[u8]; 3] = [b"", b"SIFTDFA\0", &big];
+        for (i, contents) in cases.iter().enumerate() {
+            let path = dir.join(format!("{i}"));
+            std::fs::write(&path, contents).expect("write");
+            let file = std::fs::File::open(&path).expect("open");
+            let mapped = map_file(&file).expect("maps");
+            assert_eq!(mapped.as_ref(), *contents, "case {i}");
+            assert_eq!(mapped.as_ref().as_ptr() as usize % 4, 0, "case {i}");
+            // Replaced by rename while mapped: the mapping keeps the old bytes.
+            let tmp = dir.join("tmp");
+            std::fs::write(&tmp, b"new").expect("write");
+            std::fs::rename(&tmp, &path).expect("rename");
+            assert_eq!(mapped.as_ref(), *contents, "case {i} after rename");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn child_arena_table() {

@@ -120,11 +120,14 @@ impl fmt::Display for CacheError {
     }
 }
 
+/// The bytes of a cache image, owned by whoever read them: a `Vec`, or a file mapping
+/// that a shell keeps in the page cache instead of copying.
+pub type ImageBytes = alloc::boxed::Box<dyn AsRef<[u8]> + Send + Sync>;
+
 /// Dense DFAs from earlier compiles, and those the latest compile added.
-#[derive(Default)]
 pub struct DfaCache {
     /// The image the cache was read from; entries point into it.
-    image: Vec<u8>,
+    image: ImageBytes,
     entries: BTreeMap<Key, Entry>,
     /// Backtracking compiles (`Backtrack::write_image`), keyed by the Perl pattern.
     backtracks: BTreeMap<Key, Vec<u8>>,
@@ -132,6 +135,19 @@ pub struct DfaCache {
     used: BTreeMap<Key, ()>,
     hits: usize,
     misses: usize,
+}
+
+impl Default for DfaCache {
+    fn default() -> DfaCache {
+        DfaCache {
+            image: alloc::boxed::Box::new(Vec::new()),
+            entries: BTreeMap::new(),
+            backtracks: BTreeMap::new(),
+            used: BTreeMap::new(),
+            hits: 0,
+            misses: 0,
+        }
+    }
 }
 
 impl Stored {
@@ -151,14 +167,15 @@ impl DfaCache {
 
     /// Reads an image written by [`DfaCache::to_bytes`].
     pub fn from_bytes(image: &[u8]) -> Result<DfaCache, CacheError> {
-        DfaCache::from_image(image.to_vec())
+        DfaCache::from_image(alloc::boxed::Box::new(image.to_vec()))
     }
 
     /// Reads an image written by [`DfaCache::to_bytes`], keeping it: its DFAs are not
-    /// copied until a compile takes them (a start reads tens of MiB).
-    pub fn from_image(image: Vec<u8>) -> Result<DfaCache, CacheError> {
+    /// copied until a compile takes them (a start reads tens of MiB). DFAs are read in
+    /// place, so the image must start 4-aligned (a `Vec` or a page does).
+    pub fn from_image(image: ImageBytes) -> Result<DfaCache, CacheError> {
         let mut entries = BTreeMap::new();
-        let mut r = Reader { bytes: &image, pos: 0 };
+        let mut r = Reader { bytes: (*image).as_ref(), pos: 0 };
         if r.take(MAGIC.len())? != MAGIC {
             return Err(CacheError::NotACache);
         }
@@ -168,7 +185,7 @@ impl DfaCache {
         }
         let mut sum = [0u8; 8];
         sum.copy_from_slice(r.take(8)?);
-        if u64::from_le_bytes(sum) != checksum(image.get(HEADER..).unwrap_or_default()) {
+        if u64::from_le_bytes(sum) != checksum((*image).as_ref().get(HEADER..).unwrap_or_default()) {
             return Err(CacheError::Damaged);
         }
         let count = r.u32()? as usize;
@@ -217,7 +234,7 @@ impl DfaCache {
     /// Rebuilds every entry's automata ahead of a compile (which then only takes them),
     /// handing the work to `run`: a caller with threads spreads it over the cores.
     pub fn prepare(&mut self, run: impl FnOnce(&mut [Preparation<'_>])) {
-        let image = self.image.as_slice();
+        let image = (*self.image).as_ref();
         let mut work: Vec<Preparation<'_>> = self.entries.values_mut().map(|entry| Preparation { image, entry }).collect();
         run(&mut work);
     }
@@ -235,7 +252,7 @@ impl DfaCache {
             match &entry.dfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
                 Some(stored) => {
-                    let bytes = stored.bytes(&self.image);
+                    let bytes = stored.bytes((*self.image).as_ref());
                     out.extend_from_slice(&1u32.to_le_bytes());
                     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                     // DFAs are read in place: their words start 4-aligned in the image.
@@ -289,7 +306,7 @@ impl DfaCache {
         let entry = self.entries.get_mut(key)?;
         let found = match entry.ready.take() {
             Some(ready) => ready?,
-            None => rebuild(&self.image, entry)?,
+            None => rebuild((*self.image).as_ref(), entry)?,
         };
         self.used.insert(*key, ());
         self.hits += 1;
