@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::charset;
 use super::decode::{base64_decode, find_short, is_perl_space, q_word_decode};
-use super::lines::{detect_eol, next_line, Eol};
+use super::lines::{detect_eol, next_line, Eol, Line};
 use super::{Span, Src};
 
 /// SpamAssassin's `MAX_HEADER_KEY_LENGTH`.
@@ -307,8 +307,7 @@ fn is_mbox_line(line: &[u8]) -> bool {
 /// in CRLF. A text without any LF is split at CRs when `bare_cr` (sift's parse);
 /// SpamAssassin reads it as one line.
 pub(crate) fn message_head(buf: &[u8], start: usize, limit: usize, bare_cr: bool) -> (usize, Eol) {
-    let text = buf.get(start..limit).unwrap_or(&[]);
-    let eol = match detect_eol(text) {
+    let eol = match detect_eol(buf.get(start..limit).unwrap_or(&[])) {
         Eol::Cr if !bare_cr => Eol::Lf,
         e => e,
     };
@@ -322,27 +321,19 @@ pub(crate) fn message_head(buf: &[u8], start: usize, limit: usize, bare_cr: bool
     }
 }
 
-/// One field of a header block: its first line's start, the end of its last
-/// line's text, and the end of that line (terminator included).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Field {
-    pub start: usize,
-    pub text_end: usize,
-    pub end: usize,
-}
-
 /// The fields of a header block, split as SpamAssassin's `Message::new` splits
 /// them: continuation lines join the field before (or start one), up to three
 /// lines that are not fields are kept as fields of their own, and a blank line, a
-/// line starting with `--` or a fourth bad line ends the block.
-#[derive(Debug, Clone)]
+/// line starting with `--` or a fourth bad line ends the block. Each field is a
+/// [`Line`] from its first line's start to its last line's end.
+#[derive(Debug)]
 pub(crate) struct Fields<'b> {
     buf: &'b [u8],
     eol: Eol,
     limit: usize,
     pos: usize,
     errors: u8,
-    field: Option<Field>,
+    field: Option<Line>,
     block: Block,
 }
 
@@ -360,16 +351,15 @@ impl<'b> Fields<'b> {
 }
 
 impl Iterator for Fields<'_> {
-    type Item = Field;
+    type Item = Line;
 
-    fn next(&mut self) -> Option<Field> {
+    fn next(&mut self) -> Option<Line> {
         while let Some(line) = next_line(self.buf, self.pos, self.limit, self.eol) {
             let text = line.text(self.buf);
+            self.pos = line.end;
             if matches!(text.first(), Some(b' ' | b'\t')) {
-                let f = self.field.get_or_insert(Field { start: line.start, text_end: 0, end: 0 });
-                f.text_end = line.content_end;
-                f.end = line.end;
-                self.pos = line.end;
+                let start = self.field.map_or(line.start, |f| f.start);
+                self.field = Some(Line { start, ..line });
                 continue;
             }
             // Only a bare line end is blank: in an LF text a CRLF line is not.
@@ -389,9 +379,7 @@ impl Iterator for Fields<'_> {
                 self.pos = self.limit;
                 return self.field.take();
             }
-            self.pos = line.end;
-            let field = Field { start: line.start, text_end: line.content_end, end: line.end };
-            if let Some(done) = self.field.replace(field) {
+            if let Some(done) = self.field.replace(line) {
                 return Some(done);
             }
         }
@@ -412,7 +400,7 @@ pub(crate) fn parse_block(
 ) -> Block {
     let mut fields = Fields::new(buf, start, limit, eol);
     for f in &mut fields {
-        store.add(buf, src, f.start, f.text_end, true, wanted);
+        store.add(buf, src, f.start, f.content_end, true, wanted);
     }
     fields.block()
 }

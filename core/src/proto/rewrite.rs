@@ -374,7 +374,7 @@ impl<'m> Split<'m> {
             let value = after.get(blanks..)?.strip_prefix(b":")?;
             let value = value.get(value.iter().take_while(|&&b| b == b' ' || b == b'\t').count()..)?;
             // Without a final newline SpamAssassin's regex fails and it falls back to the parsed header.
-            Some(Value { bytes: value, unterminated: f.end == f.text_end })
+            Some(Value { bytes: value, unterminated: !f.terminated() })
         })
     }
 
