@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::charset;
 use super::decode::{base64_decode, find_short, is_perl_space, q_word_decode};
-use super::lines::{next_line, Eol};
+use super::lines::{detect_eol, next_line, Eol, Line};
 use super::{Span, Src};
 
 /// SpamAssassin's `MAX_HEADER_KEY_LENGTH`.
@@ -293,16 +293,102 @@ pub(crate) fn is_field_start(line: &[u8]) -> bool {
     rest.get(blanks) == Some(&b':')
 }
 
-/// Whether `line` is an mbox separator (`From ` followed by something not a colon).
-fn is_mbox_from(line: &[u8]) -> bool {
+/// `/^From\s+(?!:)/` on a message's first line, its line end included: an mbox
+/// separator. (`From  :` is one too: the regex backtracks to a single blank.)
+fn is_mbox_line(line: &[u8]) -> bool {
     let Some(rest) = line.strip_prefix(b"From") else { return false };
     let ws = rest.iter().take_while(|&&b| is_perl_space(b)).count();
-    ws > 0 && rest.get(ws) != Some(&b':')
+    ws >= 2 || (ws == 1 && rest.get(1) != Some(&b':'))
+}
+
+/// Where the header block of the message in `buf[start..limit]` starts (past an
+/// mbox `From ` line) and how its lines end, as SpamAssassin's `Message::new`
+/// decides: CRLF when the first line after the mbox line, or the last line, ends
+/// in CRLF. A text without any LF is split at CRs when `bare_cr` (sift's parse);
+/// SpamAssassin reads it as one line.
+pub(crate) fn message_head(buf: &[u8], start: usize, limit: usize, bare_cr: bool) -> (usize, Eol) {
+    let eol = match detect_eol(buf.get(start..limit).unwrap_or(&[])) {
+        Eol::Cr if !bare_cr => Eol::Lf,
+        e => e,
+    };
+    let head = next_line(buf, start, limit, eol).filter(|l| buf.get(l.start..l.end).is_some_and(is_mbox_line)).map_or(start, |l| l.end);
+    if head == start || eol == Eol::Cr {
+        return (head, eol);
+    }
+    match detect_eol(buf.get(head..limit).unwrap_or(&[])) {
+        Eol::Crlf => (head, Eol::Crlf),
+        _ => (head, Eol::Lf),
+    }
+}
+
+/// The fields of a header block, split as SpamAssassin's `Message::new` splits
+/// them: continuation lines join the field before (or start one), up to three
+/// lines that are not fields are kept as fields of their own, and a blank line, a
+/// line starting with `--` or a fourth bad line ends the block. Each field is a
+/// [`Line`] from its first line's start to its last line's end.
+#[derive(Debug)]
+pub(crate) struct Fields<'b> {
+    buf: &'b [u8],
+    eol: Eol,
+    limit: usize,
+    pos: usize,
+    errors: u8,
+    field: Option<Line>,
+    block: Block,
+}
+
+impl<'b> Fields<'b> {
+    /// The fields of the header block starting at `start`.
+    pub fn new(buf: &'b [u8], start: usize, limit: usize, eol: Eol) -> Self {
+        let limit = limit.min(buf.len());
+        Fields { buf, eol, limit, pos: start, errors: 0, field: None, block: Block { start, end: limit, body_start: limit } }
+    }
+
+    /// Where the block ends and the body starts; final once the fields are all read.
+    pub fn block(&self) -> Block {
+        self.block
+    }
+}
+
+impl Iterator for Fields<'_> {
+    type Item = Line;
+
+    fn next(&mut self) -> Option<Line> {
+        while let Some(line) = next_line(self.buf, self.pos, self.limit, self.eol) {
+            let text = line.text(self.buf);
+            self.pos = line.end;
+            if matches!(text.first(), Some(b' ' | b'\t')) {
+                let start = self.field.map_or(line.start, |f| f.start);
+                self.field = Some(Line { start, ..line });
+                continue;
+            }
+            // Only a bare line end is blank: in an LF text a CRLF line is not.
+            let body_start = if text.is_empty() && (self.eol != Eol::Lf || line.end == line.start + 1) {
+                Some(line.end)
+            } else if text.starts_with(b"--") {
+                Some(line.start)
+            } else if !is_field_start(text) {
+                self.errors = self.errors.saturating_add(1);
+                (self.errors > 3).then_some(line.start)
+            } else {
+                None
+            };
+            if let Some(body_start) = body_start {
+                self.block.end = line.start;
+                self.block.body_start = body_start;
+                self.pos = self.limit;
+                return self.field.take();
+            }
+            if let Some(done) = self.field.replace(line) {
+                return Some(done);
+            }
+        }
+        self.field.take()
+    }
 }
 
 /// Splits the header block of a message (or of an embedded message) starting at
-/// `start`: folded continuations, up to three garbage lines tolerated, a line
-/// starting with `--` ends the block, as in SpamAssassin.
+/// `start`, past any mbox line (see [`message_head`]), and stores its fields.
 pub(crate) fn parse_block(
     buf: &[u8],
     src: Src,
@@ -312,51 +398,11 @@ pub(crate) fn parse_block(
     store: &mut HeaderStore<'_>,
     wanted: &mut Wanted,
 ) -> Block {
-    let mut pos = start;
-    if let Some(first) = next_line(buf, pos, limit, eol) {
-        if is_mbox_from(first.text(buf)) {
-            pos = first.end;
-        }
+    let mut fields = Fields::new(buf, start, limit, eol);
+    for f in &mut fields {
+        store.add(buf, src, f.start, f.content_end, true, wanted);
     }
-    let mut block = Block { start: pos, end: pos, body_start: limit };
-    let mut errors = 0;
-    // The field being gathered: its start and the end of its last line's text.
-    let mut field: Option<(usize, usize)> = None;
-    while let Some(line) = next_line(buf, pos, limit, eol) {
-        let text = line.text(buf);
-        if matches!(text.first(), Some(b' ' | b'\t')) {
-            field = Some((field.map_or(line.start, |f| f.0), line.content_end));
-            block.end = line.end;
-            pos = line.end;
-            continue;
-        }
-        if let Some((s, e)) = field.take() {
-            store.add(buf, src, s, e, true, wanted);
-        }
-        if text.is_empty() {
-            block.body_start = line.end;
-            return block;
-        }
-        if text.starts_with(b"--") {
-            block.body_start = line.start;
-            return block;
-        }
-        if !is_field_start(text) {
-            errors += 1;
-            if errors > 3 {
-                block.body_start = line.start;
-                return block;
-            }
-        }
-        field = Some((line.start, line.content_end));
-        block.end = line.end;
-        pos = line.end;
-    }
-    if let Some((s, e)) = field {
-        store.add(buf, src, s, e, true, wanted);
-    }
-    block.body_start = limit;
-    block
+    fields.block()
 }
 
 #[cfg(test)]
@@ -426,8 +472,8 @@ mod tests {
         let (mut index, mut out, mut a, mut b, mut c) = (Vec::with_capacity(16), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut store = HeaderStore { index: &mut index, cap: 16, text: &mut out, tmp: &mut a, tmp2: &mut b, tmp3: &mut c, overflow: false, truncated: false };
         let mut wanted = Wanted::default();
-        let eol = super::super::lines::detect_eol(text);
-        let blk = parse_block(text, Src::Raw, 0, text.len(), eol, &mut store, &mut wanted);
+        let (head, eol) = message_head(text, 0, text.len(), true);
+        let blk = parse_block(text, Src::Raw, head, text.len(), eol, &mut store, &mut wanted);
         let get = |s: Span| -> Vec<u8> {
             let buf: &[u8] = if s.src == Src::Raw { text } else { &out };
             buf.get(s.start as usize..s.end as usize).unwrap_or(&[]).to_vec()
@@ -455,6 +501,14 @@ mod tests {
             (b"A: 1\nnot a header\nB: 2\n\n", &[(b"A", b" 1", b"1"), (b"B", b" 2", b"2")], 24),
             (b"A: 1\nx\ny\nz\nw\nB: 2\n\n", &[(b"A", b" 1", b"1")], 11),
             (b" cont: first\nA: 1\n\n", &[(b" cont", b" first", b"first"), (b"A", b" 1", b"1")], 19),
+            // Checked against SpamAssassin 4.0.1's `Message::new`: `From` and `From  :` lines
+            // are mbox separators, `From :` is a field; in an LF message a CRLF line is not
+            // blank but a bad line, and the next line starting with `--` ends the head.
+            (b"From\nA: b\n\nbody", &[(b"A", b" b", b"b")], 11),
+            (b"From  :x\nA: b\n\nbody", &[(b"A", b" b", b"b")], 15),
+            (b"From :x\nA: b\r\n\r\nbody\n", &[(b"From", b"x", b"x"), (b"A", b" b", b"b")], 21),
+            (b"A: b\n\r\nC: d\n\nbody\n", &[(b"A", b" b", b"b"), (b"C", b" d", b"d")], 13),
+            (b"A: b\n\r\n--x\nbody\n", &[(b"A", b" b", b"b")], 7),
             (b"A: caf\xe9\n\n", &[(b"A", b" caf\xe9", b"caf\xc3\xa9")], 9),
         ];
         for (text, want, body) in cases {
@@ -481,6 +535,32 @@ mod tests {
         assert!(store.overflow && store.truncated);
         assert_eq!(index.len(), 8);
         assert_eq!(index.capacity(), 8);
+    }
+
+    /// Expected values are SpamAssassin 4.0.1's `mbox_sep` and `line_ending` (bare CR aside).
+    #[test]
+    fn message_head_table() {
+        // (message, bare_cr, head start, line ending)
+        let cases: &[(&[u8], bool, usize, Eol)] = &[
+            (b"A: b\n\nc\n", true, 0, Eol::Lf),
+            (b"A: b\r\n\r\nc\n", true, 0, Eol::Crlf),
+            (b"A: b\n\nc\r\n", true, 0, Eol::Crlf),
+            (b"From x@y Mon\nA: b\r\n\r\n", true, 13, Eol::Crlf),
+            (b"From x@y Mon\r\nA: b\n\nc\n", true, 14, Eol::Lf),
+            (b"From: x\r\nA: b\n\n", true, 0, Eol::Crlf),
+            (b"From :x\nA: b\r\n\r\nc\n", true, 0, Eol::Lf),
+            (b"From  :x\nA: b\r\n\r\n", true, 9, Eol::Crlf),
+            (b"From\n", true, 5, Eol::Lf),
+            (b"Fromage: x\n", true, 0, Eol::Lf),
+            (b"A: b\rC: d\r\rbody", true, 0, Eol::Cr),
+            (b"A: b\rC: d\r\rbody", false, 0, Eol::Lf),
+            (b"From x\rA: b\r\r", true, 7, Eol::Cr),
+            (b"From x\rA: b\r\r", false, 13, Eol::Lf),
+            (b"", true, 0, Eol::Lf),
+        ];
+        for (text, bare_cr, head, eol) in cases {
+            assert_eq!(message_head(text, 0, text.len(), *bare_cr), (*head, *eol), "{:?}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]

@@ -56,6 +56,9 @@ static BUFFERS_MADE: AtomicU32 = AtomicU32::new(0);
 
 pub use addr::{addresses, first_address, first_display_name, first_display_name_decoded, Address, Addresses};
 pub use stats::{tag_hash, HtmlOverflow, HtmlStats, ParseFlags};
+// The header splitter the rewriter shares (it re-splits the raw message as SpamAssassin does).
+pub(crate) use header::{message_head, Fields};
+pub(crate) use lines::Eol;
 
 /// Capacities that bound the work and memory spent on one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

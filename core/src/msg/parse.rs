@@ -5,9 +5,9 @@
 
 use super::charset::{self, Charset};
 use super::decode::{base64_decode, is_perl_space, qp_decode, squash_crlf};
-use super::header::{is_field_start, parse_block, HeaderStore, Wanted};
+use super::header::{is_field_start, message_head, parse_block, HeaderStore, Wanted};
 use super::html::{self, HtmlSink};
-use super::lines::{detect_eol, next_line, split_lf, Eol};
+use super::lines::{next_line, split_lf, Eol};
 use super::mime::{disposition_name, find_boundary, is_html_name, parse_content_type};
 use super::render::{body_cut, fold, prepare_content, rawbody_cut, split_long_lines, BodyWriter, RunContext};
 use super::stats::{HtmlTables, ParseFlags};
@@ -175,16 +175,8 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
     let mut flags = ParseFlags::default();
     let mut overflow = Overflow::default();
 
-    // Top-level header block; CRLF mode is judged from the first header line.
-    let eol = {
-        let first = raw.iter().position(|&b| b == b'\n').map_or(raw.len(), |i| i + 1);
-        let from_line = raw.starts_with(b"From") && raw.get(4).copied().is_some_and(is_perl_space);
-        match detect_eol(raw) {
-            Eol::Cr => Eol::Cr,
-            _ if from_line => detect_eol(raw.get(first..).unwrap_or(&[])),
-            e => e,
-        }
-    };
+    // Top-level header block, after any mbox line.
+    let (head, eol) = message_head(raw, 0, raw.len(), true);
     let mut wanted = Wanted::default();
     let block = {
         let mut store = HeaderStore {
@@ -197,7 +189,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
             overflow: false,
             truncated: false,
         };
-        let b = parse_block(raw, Src::Raw, 0, raw.len(), eol, &mut store, &mut wanted);
+        let b = parse_block(raw, Src::Raw, head, raw.len(), eol, &mut store, &mut wanted);
         overflow.headers |= store.overflow;
         overflow.truncated |= store.truncated;
         flags.truncated_header = store.truncated;
@@ -425,7 +417,7 @@ impl Walk<'_> {
                         p.kind = PartKind::Message;
                     }
                     let buf = source(self.raw, self.nested, src);
-                    let eol = detect_eol(buf.get(start..end).unwrap_or(&[]));
+                    let (start, eol) = message_head(buf, start, end, true);
                     let first = self.part_headers.len();
                     let mut wanted = Wanted::default();
                     let mut store = HeaderStore {

@@ -3,10 +3,9 @@
 //! `remove_header`, `rewrite_header Subject|From|To`, `report_safe` 0, 1 and 2,
 //! and templates with their `_TAGS_`.
 //!
-//! The raw message is split into header block and body by a small splitter that
-//! follows SpamAssassin's own (`Mail::SpamAssassin::Message::new`): mbox `From `
-//! line, CRLF detection from the first and last lines, continuation lines, up to
-//! three malformed header lines, a `--` line ending the head.
+//! The raw message is split into mbox line, header block and body by the message
+//! parser's splitter ([`msg::Fields`], SpamAssassin's `Message::new`), reading a
+//! text without LF as one line as SpamAssassin does.
 //!
 //! What sift prints where SpamAssassin prints its own state:
 //! - `_VERSION_` is sift's version (`x.y.z`, the shape SpamAssassin's has),
@@ -24,6 +23,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::sink::{put_fmt, Crlf, FmtSink, Sink};
+use crate::msg::{self, Eol};
 use crate::report::{self, First, VerdictView, WrapBreak};
 use crate::rules::{AddHeaderWhen, Config};
 
@@ -279,7 +279,7 @@ impl RewriteScratch {
 // The raw message as SpamAssassin splits it.
 
 /// Lines ending in `\n` (the last one may not).
-fn lines(b: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+fn lines(b: &[u8]) -> impl Iterator<Item = &[u8]> {
     b.split_inclusive(|&c| c == b'\n')
 }
 
@@ -349,114 +349,32 @@ fn put_content(w: &mut dyn Sink, content: &[u8], unfold: bool) {
     w.put(rest);
 }
 
-/// `^[\x21-\x39\x3b-\x7e]+[ \t]*:`: a header field name and colon.
-fn is_field_start(line: &[u8]) -> bool {
-    let name = line.iter().take_while(|&&b| (0x21..=0x7e).contains(&b) && b != b':').count();
-    let blanks = line.get(name..).unwrap_or_default().iter().take_while(|&&b| b == b' ' || b == b'\t').count();
-    name > 0 && line.get(name + blanks) == Some(&b':')
-}
-
-/// `/^From\s+(?!:)/`: an mbox separator line.
-fn is_mbox_line(line: &[u8]) -> bool {
-    let Some(rest) = line.strip_prefix(b"From") else { return false };
-    let ws = rest.iter().take_while(|&&b| report::is_perl_space(b)).count();
-    ws >= 2 || (ws == 1 && rest.get(1) != Some(&b':'))
-}
-
 impl<'m> Split<'m> {
     pub(crate) fn new(raw: &'m [u8]) -> Split<'m> {
         let raw: &[u8] = if raw.is_empty() { b"\n" } else { raw };
-        let first_len = memchr::memchr(b'\n', raw).map_or(raw.len(), |i| i + 1);
-        let (mbox, rest) = if raw.get(..first_len).is_some_and(is_mbox_line) {
-            raw.split_at(first_len)
-        } else {
-            (&raw[..0], raw)
-        };
-        let first = lines(rest).next().unwrap_or_default();
-        let last = lines(rest).next_back().unwrap_or_default();
-        let has_crlf = |l: &[u8]| memchr::memmem::find(l, b"\r\n").is_some();
-        let crlf = has_crlf(first) || has_crlf(last);
-        let mut pos = 0usize;
-        let mut errors = 0;
-        let mut header_end = None;
-        for line in lines(rest) {
-            if matches!(line.first(), Some(b' ' | b'\t')) {
-                pos += line.len();
-                continue;
-            }
-            if line == b"\n" || (crlf && line == b"\r\n") {
-                header_end = Some((pos + line.len(), pos + line.len()));
-                break;
-            }
-            if line.starts_with(b"--") {
-                header_end = Some((pos, pos));
-                break;
-            }
-            if !is_field_start(line) {
-                errors += 1;
-                if errors > 3 {
-                    header_end = Some((pos, pos));
-                    break;
-                }
-            }
-            pos += line.len();
-        }
-        let (head, body_start) = header_end.unwrap_or((pos, pos));
+        let (head, eol) = msg::message_head(raw, 0, raw.len(), false);
+        let mut fields = msg::Fields::new(raw, head, raw.len(), eol);
+        fields.by_ref().for_each(drop);
+        let body_start = fields.block().body_start;
         Split {
-            mbox,
-            headers: rest.get(..head).unwrap_or(rest),
-            body: rest.get(body_start..).unwrap_or_default(),
-            crlf,
+            mbox: raw.get(..head).unwrap_or_default(),
+            headers: raw.get(head..body_start).unwrap_or_default(),
+            body: raw.get(body_start..).unwrap_or_default(),
+            crlf: eol == Eol::Crlf,
         }
     }
 
     /// Every instance of header `name`, in order (`get_pristine_header` in list context).
     fn pristine_all<'s>(&'s self, name: &'s [u8]) -> impl Iterator<Item = Value<'m>> + 's {
         let block = self.headers;
-        let mut pos = 0usize;
-        let mut fallback_done = false;
-        core::iter::from_fn(move || {
-            while pos < block.len() {
-                let line_start = pos;
-                let rest = block.get(pos..).unwrap_or_default();
-                pos += memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-                if !starts_with_ignore_case(rest, name) {
-                    continue;
-                }
-                let after = rest.get(name.len()..).unwrap_or_default();
-                let blanks = after.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
-                if after.get(blanks) != Some(&b':') {
-                    continue;
-                }
-                let value_from = line_start + name.len() + blanks + 1;
-                let value_from = value_from
-                    + block.get(value_from..).unwrap_or_default().iter().take_while(|&&b| b == b' ' || b == b'\t').count();
-                // The first newline not followed by a blank ends the value.
-                let mut end = None;
-                let mut search = value_from;
-                while let Some(i) = block.get(search..).and_then(|r| memchr::memchr(b'\n', r)) {
-                    let nl = search + i;
-                    if !matches!(block.get(nl + 1), Some(b' ' | b'\t')) {
-                        end = Some(nl + 1);
-                        break;
-                    }
-                    search = nl + 1;
-                }
-                match end {
-                    Some(end) => {
-                        pos = end;
-                        return Some(Value { bytes: block.get(value_from..end).unwrap_or_default(), unterminated: false });
-                    }
-                    None if !fallback_done => {
-                        // The regex needs a newline; SpamAssassin falls back to the parsed header.
-                        fallback_done = true;
-                        pos = block.len();
-                        return Some(Value { bytes: block.get(value_from..).unwrap_or_default(), unterminated: true });
-                    }
-                    None => return None,
-                }
-            }
-            None
+        let eol = if self.crlf { Eol::Crlf } else { Eol::Lf };
+        msg::Fields::new(block, 0, block.len(), eol).filter_map(move |f| {
+            let after = block.get(f.start..f.end).filter(|l| starts_with_ignore_case(l, name))?.get(name.len()..)?;
+            let blanks = after.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+            let value = after.get(blanks..)?.strip_prefix(b":")?;
+            let value = value.get(value.iter().take_while(|&&b| b == b' ' || b == b'\t').count()..)?;
+            // Without a final newline SpamAssassin's regex fails and it falls back to the parsed header.
+            Some(Value { bytes: value, unterminated: !f.terminated() })
         })
     }
 

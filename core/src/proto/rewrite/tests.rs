@@ -158,6 +158,12 @@ fn splitter_table() {
         (b"", b"", b"\n", b"", false),
         // In an LF message a CRLF line is not the end of the head.
         (b"A: b\n\r\nC: d\n\nbody\n", b"", b"A: b\n\r\nC: d\n\n", b"body\n", false),
+        (b"From\nA: b\n\nbody", b"From\n", b"A: b\n\n", b"body", false),
+        // Without LF, SpamAssassin sees one line (the message parser splits at CRs).
+        (b"A: b\rC: d\r\rbody", b"", b"A: b\rC: d\r\rbody", b"", false),
+        // CRLF is judged after the mbox line.
+        (b"From x\r\nA: b\n\nc\n", b"From x\r\n", b"A: b\n\n", b"c\n", false),
+        (b"From x\nA: b\r\n\r\nc\n", b"From x\n", b"A: b\r\n\r\n", b"c\n", true),
     ];
     for (message, mbox, headers, body, crlf) in cases {
         let s = Split::new(message);
@@ -176,6 +182,10 @@ fn pristine_header_lookup() {
     assert_eq!(all, vec![b"one\n".to_vec(), b"two\n\tfolded\n".to_vec()]);
     assert_eq!(s.pristine(b"To").map(|v| v.bytes), Some(&b"\n"[..]));
     assert!(s.pristine(b"Cc").is_none());
+    // Only field starts match, never a continuation line (as SpamAssassin's get_header(" X")).
+    let s = Split::new(b" X: lead\nA: b\n X: folded\n\n");
+    let all: Vec<&[u8]> = s.pristine_all(b" X").map(|v| v.bytes).collect();
+    assert_eq!(all, vec![&b"lead\n"[..]]);
     let s = Split::new(b"A: b\nSubject: last");
     let v = s.pristine(b"Subject").unwrap();
     assert_eq!((v.bytes, v.unterminated), (&b"last"[..], true));
