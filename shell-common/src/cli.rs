@@ -124,9 +124,10 @@ pub struct DaemonOptions {
     /// when they pass it. Lower saves memory and costs speed.
     #[arg(long = "lazy-cache-mib", value_name = "MIB", default_value_t = 24)]
     pub lazy_cache_mib: usize,
-    /// Keep the compiled automata (dense DFAs, the NFAs of the lazy ones, each pattern's
-    /// prefilter literals) in this file and reuse them at the next start or SIGHUP: a
-    /// restart with unchanged rules skips most of the compile. Created if missing.
+    /// Keep the compiled automata (dense DFAs, the NFAs of the lazy ones, the programs
+    /// of backtracking patterns, each pattern's prefilter literals) in this file and
+    /// reuse them at the next start or SIGHUP: a restart with unchanged rules skips most
+    /// of the compile, and rebuilds the rest on every core. Created if missing.
     #[arg(long = "compile-cache", value_name = "PATH")]
     pub compile_cache: Option<std::path::PathBuf>,
     /// Rewrite a Prometheus text file with the statistics every few seconds.
