@@ -374,12 +374,7 @@ struct MetaMarks {
 
 impl MetaMarks {
     fn next_epoch(&mut self) -> u32 {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.marked.iter_mut().for_each(|m| *m = 0);
-            self.epoch = 1;
-        }
-        self.epoch
+        advance_epoch(&mut self.epoch, &mut [&mut self.marked])
     }
 
     fn mark_all(&mut self, metas: &[u32], epoch: u32) {
@@ -545,14 +540,19 @@ struct LineScratch<'s> {
 impl LineScratch<'_> {
     /// A fresh epoch: marks left by the previous pass no longer count.
     fn next_epoch(&mut self) -> u32 {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.literal_epoch.iter_mut().for_each(|e| *e = 0);
-            self.pattern_epoch.iter_mut().for_each(|e| *e = 0);
-            self.epoch = 1;
-        }
-        self.epoch
+        advance_epoch(&mut self.epoch, &mut [&mut *self.literal_epoch, &mut *self.pattern_epoch])
     }
+}
+
+/// Moves `epoch` on: a mark equal to the new value was set in this pass. On wrap-around
+/// every mark is cleared first, so an old mark never reads as new.
+fn advance_epoch(epoch: &mut u32, marks: &mut [&mut [u32]]) -> u32 {
+    *epoch = epoch.wrapping_add(1);
+    if *epoch == 0 {
+        marks.iter_mut().for_each(|m| m.fill(0));
+        *epoch = 1;
+    }
+    *epoch
 }
 
 /// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
@@ -843,6 +843,18 @@ mod tests {
         let mut scratch = Scratch::new(&set);
         let v = set.scan(message.as_bytes(), &mut scratch);
         (v.hits().map(|h| String::from(h.name)).collect(), v.score.0)
+    }
+
+    #[test]
+    fn advance_epoch_table() {
+        // (epoch before, marks before) -> (epoch after, marks after): a wrap clears the marks.
+        let cases: &[(u32, [u32; 3], u32, [u32; 3])] =
+            &[(0, [0, 0, 0], 1, [0, 0, 0]), (7, [7, 3, 0], 8, [7, 3, 0]), (u32::MAX, [u32::MAX, 5, 1], 1, [0, 0, 0])];
+        for &(before, marks, after, cleared) in cases {
+            let (mut epoch, mut a, mut b) = (before, marks, marks);
+            assert_eq!(advance_epoch(&mut epoch, &mut [&mut a, &mut b]), after, "{before}");
+            assert_eq!((epoch, a, b), (after, cleared, cleared), "{before}");
+        }
     }
 
     #[test]
