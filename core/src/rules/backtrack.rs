@@ -260,6 +260,8 @@ enum Assert {
     WordEnd,
     WordStartHalf,
     WordEndHalf,
+    /// Perl's `$` without `/m`: the end, or before a final `\n`.
+    EndBeforeNewline,
 }
 
 impl Assert {
@@ -490,9 +492,13 @@ pub struct Program {
     /// attempt inside a run of X fails, the rest of the run fails too (Perl's
     /// PREGf_SKIP), so only the first position of each run is tried.
     skip_runs: Option<u16>,
+    /// Perl capture groups recorded, when the program records them all
+    /// ([`compile_captures`]; group `n` is in slot `n - 1`); 0 otherwise.
+    captures: u16,
 }
 
 /// Working memory of the matcher, reused across programs and calls.
+#[derive(Debug)]
 pub struct BacktrackScratch {
     stack: Vec<Frame>,
     stack_limit: usize,
@@ -638,6 +644,12 @@ impl BacktrackScratch {
         }
     }
 
+    /// Sets the step budget of later calls: `budget + per_byte * text length`.
+    pub fn set_budget(&mut self, budget: u32, per_byte: u32) {
+        self.budget = budget;
+        self.per_byte = per_byte;
+    }
+
     /// Steps the last call took.
     pub fn last_steps(&self) -> u32 {
         self.last_steps
@@ -725,6 +737,19 @@ impl Program {
         let used = budget - vm.steps;
         scratch.last_steps = used;
         result
+    }
+
+    /// Capture groups the program records (none unless built to record them).
+    pub fn captures(&self) -> usize {
+        usize::from(self.captures)
+    }
+
+    /// Where capture group `n` (from 1) of the match the last call found lies,
+    /// when the group took part and the program records captures.
+    pub fn capture(&self, scratch: &BacktrackScratch, n: usize) -> Option<(usize, usize)> {
+        let slot = n.checked_sub(1).filter(|&s| s < self.captures())?;
+        let g = scratch.groups.get(slot)?;
+        (g.start != NONE && g.end != NONE && g.start <= g.end).then_some((g.start as usize, g.end as usize))
     }
 
     /// Instructions in the program.
@@ -940,6 +965,7 @@ impl Vm<'_, '_, '_> {
             Assert::WordEnd => before && !after,
             Assert::WordStartHalf => !before,
             Assert::WordEndHalf => !after,
+            Assert::EndBeforeNewline => pos == self.len || (pos + 1 == self.len && self.byte(pos) == Some(b'\n')),
         }
     }
 
@@ -1437,7 +1463,9 @@ struct Groups<'h> {
 }
 
 impl<'h> Groups<'h> {
-    fn of(hir: &'h Hir) -> Result<Groups<'h>, BacktrackError> {
+    /// The groups of `hir`; with `all`, every capture group gets a slot, not only
+    /// those a backreference reads.
+    fn of(hir: &'h Hir, all: bool) -> Result<Groups<'h>, BacktrackError> {
         let mut g = Groups { subs: Vec::new(), referenced: Vec::new(), has_backref: Vec::new(), slots: Vec::new() };
         let mut refs: Vec<u32> = Vec::new();
         let mut open: Vec<u32> = Vec::new();
@@ -1446,6 +1474,11 @@ impl<'h> Groups<'h> {
             match g.referenced.get_mut(n as usize) {
                 Some(r) if g.subs.get(n as usize).is_some_and(Option::is_some) => *r = true,
                 _ => return Err(BacktrackError::NoSuchGroup(n)),
+            }
+        }
+        if all {
+            for (r, s) in g.referenced.iter_mut().zip(&g.subs) {
+                *r |= s.is_some();
             }
         }
         let mut next = 0u16;
@@ -1516,20 +1549,40 @@ impl<'h> Groups<'h> {
 
 /// Parses a backtracking translation from perl.rs and builds both forms.
 pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackError> {
-    let hir = regex_syntax::ParserBuilder::new()
+    let hir = parse(extended)?;
+    let groups = Groups::of(&hir, false)?;
+    let program = build(&hir, &groups, false)?;
+    let relaxer = Relaxer { groups: &groups };
+    let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
+    Ok(Backtrack { relaxed: relaxed.to_string(), program })
+}
+
+/// Parses a backtracking translation from perl.rs into the exact program alone,
+/// recording every capture group (read them with [`Program::capture`]): for
+/// patterns whose captures the caller reads, run on texts no DFA screened.
+pub(crate) fn compile_captures(extended: &str) -> Result<Program, BacktrackError> {
+    let hir = parse(extended)?;
+    let groups = Groups::of(&hir, true)?;
+    build(&hir, &groups, true)
+}
+
+fn parse(extended: &str) -> Result<Hir, BacktrackError> {
+    regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .nest_limit(NEST_LIMIT)
         .build()
         .parse(extended)
-        .map_err(|e| BacktrackError::Parse(e.to_string()))?;
-    let groups = Groups::of(&hir)?;
-    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups: &groups };
-    c.compile(&hir, 0)?;
+        .map_err(|e| BacktrackError::Parse(e.to_string()))
+}
+
+fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, BacktrackError> {
+    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups };
+    c.compile(hir, 0)?;
     c.push(Inst::Match)?;
     c.fill_follow();
-    let (nullable, first) = first_bytes(&hir, 0);
-    let anchor = anchor(&hir, 0);
+    let (nullable, first) = first_bytes(hir, 0);
+    let anchor = anchor(hir, 0);
     let (prefix_pc, prefix_len, scan) = c.prefix(anchor);
     let scan = match scan {
         Scan::Any if !nullable => Scan::of(first, 0),
@@ -1539,7 +1592,15 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
     };
-    let program = Program {
+    let captures = match captures {
+        // Every group recorded, numbered from 1 without a gap: group `n` has slot `n - 1`.
+        true if groups.slots.iter().skip(1).enumerate().all(|(i, s)| *s == u16::try_from(i).ok()) => {
+            u16::try_from(groups.slots.len().saturating_sub(1)).map_err(|_| BacktrackError::TooLarge)?
+        }
+        true => return Err(BacktrackError::Construct("capture groups numbered with gaps")),
+        false => 0,
+    };
+    Ok(Program {
         insts: c.insts,
         class_scans: c.classes.iter().map(|&set| ClassScan::of(set)).collect(),
         classes: c.classes,
@@ -1550,12 +1611,10 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
         scan,
         prefix_pc,
         prefix_len,
-        min_len: min_len(&hir, 0),
+        min_len: min_len(hir, 0),
         skip_runs,
-    };
-    let relaxer = Relaxer { groups: &groups };
-    let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
-    Ok(Backtrack { relaxed: relaxed.to_string(), program })
+        captures,
+    })
 }
 
 struct Compiler<'g, 'h> {
@@ -1647,6 +1706,9 @@ impl Compiler<'_, '_> {
                     }
                     None => self.compile(&cap.sub, depth + 1)?,
                 },
+                Placeholder::Look(MarkerKind::Ahead) if is_end_before_newline(&cap.sub) => {
+                    self.push(Inst::Look(Assert::EndBeforeNewline))?;
+                }
                 Placeholder::Look(kind) => {
                     let (min, max) = if kind.behind() {
                         let (min, max) = len_bounds(&cap.sub, 0);
@@ -1857,6 +1919,19 @@ const TAIL_INSTS: usize = 8;
 const MAX_PREFIX: u32 = 32;
 /// Most instructions [`Compiler::first_at`] visits for one question.
 const FIRST_AT_FUEL: u32 = 64;
+
+/// Whether `hir` is `\n?\z`: in a lookahead, Perl's `$` without `/m`.
+fn is_end_before_newline(hir: &Hir) -> bool {
+    let HirKind::Concat(subs) = hir.kind() else { return false };
+    let [newline, end] = subs.as_slice() else { return false };
+    let optional_newline = match newline.kind() {
+        HirKind::Repetition(rep) => {
+            rep.min == 0 && rep.max == Some(1) && matches!(rep.sub.kind(), HirKind::Literal(lit) if *lit.0 == *b"\n")
+        }
+        _ => false,
+    };
+    optional_newline && matches!(end.kind(), HirKind::Look(Look::End))
+}
 
 /// Shortest and longest match of `hir` (lookarounds and backreference
 /// placeholders count as zero and unbounded width as they should).
