@@ -495,7 +495,24 @@ pub struct Program {
     /// Perl capture groups recorded, when the program records them all
     /// ([`compile_captures`]; group `n` is in slot `n - 1`); 0 otherwise.
     captures: u16,
+    /// Bytes every match contains, checked before any attempt (programs that
+    /// record captures only; others run where a DFA already found them).
+    required: Required,
 }
+
+/// A literal every match contains: `len` bytes of `Program::bytes` from `start`
+/// (none when `len` is 0), looked for at its rarest byte, `key`; ASCII case
+/// ignored when `fold`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Required {
+    start: u32,
+    len: u16,
+    key: u16,
+    fold: bool,
+}
+
+/// Shortest required literal worth a check.
+const MIN_REQUIRED: usize = 3;
 
 /// Working memory of the matcher, reused across programs and calls.
 #[derive(Debug)]
@@ -730,6 +747,13 @@ impl Program {
         scratch.last_steps = 0;
         scratch.deepest = 0;
         let len = u32::try_from(hay.len()).ok().filter(|&l| l < NONE).ok_or(Undecided::TooLong)?;
+        let r = self.required;
+        if r.len > 0 {
+            let needle = self.bytes.get(r.start as usize..r.start as usize + usize::from(r.len)).unwrap_or(&[]);
+            if hay.get(start..).and_then(|h| find_anchored(h, needle, usize::from(r.key), r.fold)).is_none() {
+                return Ok(None);
+            }
+        }
         scratch.fit(self);
         let forbid = forbid_empty.and_then(|f| u32::try_from(f).ok()).unwrap_or(NONE);
         let mut vm = Vm { prog: self, hay, len, steps: budget, top: NONE, forbid, s: scratch };
@@ -987,6 +1011,8 @@ impl Vm<'_, '_, '_> {
                 _ => {}
             }
             let skip = match self.prog.scan {
+                // One place to try: no scan ahead.
+                _ if self.prog.anchor == Anchor::Start => 0,
                 Scan::Any => 0,
                 Scan::Bytes { offset, bytes } => bytes.find(hay.get(at + offset as usize..)?).ok()??,
                 Scan::Set(set) => hay.get(at..)?.iter().position(|&b| set.contains(b))?,
@@ -1592,6 +1618,18 @@ fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, Back
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
     };
+    let mut required = Required::default();
+    if captures {
+        let (bytes, fold) = required_literal(hir);
+        if bytes.len() >= MIN_REQUIRED && bytes.len() > prefix_len as usize {
+            if let (Ok(start), Ok(len), Ok(key)) =
+                (u32::try_from(c.bytes.len()), u16::try_from(bytes.len()), u16::try_from(anchor_of(&bytes)))
+            {
+                c.bytes.extend_from_slice(&bytes);
+                required = Required { start, len, key, fold };
+            }
+        }
+    }
     let captures = match captures {
         // Every group recorded, numbered from 1 without a gap: group `n` has slot `n - 1`.
         true if groups.slots.iter().skip(1).enumerate().all(|(i, s)| *s == u16::try_from(i).ok()) => {
@@ -1614,6 +1652,7 @@ fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, Back
         min_len: min_len(hir, 0),
         skip_runs,
         captures,
+        required,
     })
 }
 
@@ -1837,7 +1876,7 @@ impl Compiler<'_, '_> {
 
     /// The leading instructions that match fixed bytes (or assert what `anchor`
     /// guarantees): how many, the bytes they match, and the scan for the
-    /// fewest bytes at one offset into them.
+    /// rarest bytes at one offset into them.
     fn prefix(&self, anchor: Anchor) -> (u32, u32, Scan) {
         let (mut pc, mut len) = (0u32, 0u32);
         let mut best: Option<(ByteSet, u32)> = None;
@@ -1846,7 +1885,7 @@ impl Compiler<'_, '_> {
             if offset == 0 {
                 first = Some(set);
             }
-            if best.is_none_or(|(b, _)| set.count() < b.count()) {
+            if best.is_none_or(|(b, _)| scan_weight(set) < scan_weight(b)) {
                 best = Some((set, offset));
             }
         };
@@ -1911,6 +1950,133 @@ impl Compiler<'_, '_> {
             _ => None,
         }
     }
+}
+
+/// How rare each byte is in mail headers, roughly (0 commonest): the substring
+/// searches look for the rarest byte of their needle first.
+const RARITY: [u8; 256] = {
+    let mut t = [3u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        if (b as u8).is_ascii_alphanumeric() {
+            t[b] = 2;
+        }
+        b += 1;
+    }
+    let common = b"etaoinsrhldcm.";
+    let mut i = 0;
+    while i < common.len() {
+        t[common[i] as usize] = 1;
+        i += 1;
+    }
+    t[b' ' as usize] = 0;
+    t
+};
+
+/// How often a scan for `set` stops, roughly: the sum of its bytes' frequencies
+/// in mail headers, sets of more than three bytes (memchr cannot search them) last.
+fn scan_weight(set: ByteSet) -> u32 {
+    if set.count() > 3 {
+        return 1000 + set.count();
+    }
+    set.bytes().map(|b| RARITY.get(usize::from(b)).and_then(|&r| [16, 4, 2, 1].get(usize::from(r))).copied().unwrap_or(1)).sum()
+}
+
+/// The index of the rarest byte of `needle` (the first of equals).
+fn anchor_of(needle: &[u8]) -> usize {
+    let rarity = |b: u8| RARITY.get(usize::from(b)).copied().unwrap_or(0);
+    let mut best = (0, 0);
+    for (i, &b) in needle.iter().enumerate() {
+        let r = rarity(b);
+        if r > best.1 || i == 0 {
+            best = (i, r);
+        }
+        if r == 3 {
+            break;
+        }
+    }
+    best.0
+}
+
+/// The first position of `needle` (not empty) in `hay`: short needles in short lines,
+/// where a scan for its rarest byte beats setting up a substring searcher.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), false)
+}
+
+/// [`find_bytes`] ignoring ASCII case: `needle` (not empty) is lower case.
+pub fn find_bytes_icase(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), true)
+}
+
+/// The first position of `needle` in `hay`, found by looking for its byte `k` first.
+fn find_anchored(hay: &[u8], needle: &[u8], k: usize, icase: bool) -> Option<usize> {
+    let &lower = needle.get(k)?;
+    let upper = if icase { lower.to_ascii_uppercase() } else { lower };
+    // Candidates for the anchor byte start at `k`: the needle starts `k` bytes before.
+    let mut from = k;
+    loop {
+        let r = hay.get(from..)?;
+        let found = if upper == lower { memchr::memchr(lower, r) } else { memchr::memchr2(lower, upper, r) }?;
+        let start = from + found - k;
+        let window = hay.get(start..start + needle.len())?;
+        if if icase { window.eq_ignore_ascii_case(needle) } else { window == needle } {
+            return Some(start);
+        }
+        from += found + 1;
+    }
+}
+
+/// Bytes every match of `hir` contains, consecutive, the longest such run found
+/// through the top-level sequence and the groups in it that are neither repeated
+/// nor alternatives; and whether it must be searched ignoring ASCII case (then it
+/// is lower case).
+fn required_literal(hir: &Hir) -> (Vec<u8>, bool) {
+    let mut best = (Vec::new(), false);
+    let mut run = (Vec::new(), false);
+    let mut todo = alloc::vec![hir];
+    let end_run = |run: &mut (Vec<u8>, bool), best: &mut (Vec<u8>, bool)| {
+        if run.0.len() > best.0.len() {
+            *best = core::mem::take(run);
+        }
+        *run = (Vec::new(), false);
+    };
+    while let Some(h) = todo.pop() {
+        if todo.len() > MAX_DEPTH {
+            break;
+        }
+        match h.kind() {
+            HirKind::Concat(subs) => todo.extend(subs.iter().rev()),
+            HirKind::Literal(lit) => run.0.extend_from_slice(&lit.0),
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Class(c) => match ByteSet::of_class(c).map(|s| (s.count(), s)) {
+                Ok((1, set)) => run.0.extend(set.bytes()),
+                Ok((2, set)) if set.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                    let mut letters = set.bytes().map(|b| b.to_ascii_lowercase());
+                    match (letters.next(), letters.next()) {
+                        (Some(a), Some(b)) if a == b => {
+                            run.0.push(a);
+                            run.1 = true;
+                        }
+                        _ => end_run(&mut run, &mut best),
+                    }
+                }
+                _ => end_run(&mut run, &mut best),
+            },
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Plain | Placeholder::Capture(_) | Placeholder::Atomic => todo.push(&cap.sub),
+                // Zero-width: the bytes on both sides are consecutive.
+                Placeholder::Look(_) => {}
+                Placeholder::Backref { .. } => end_run(&mut run, &mut best),
+            },
+            HirKind::Repetition(_) | HirKind::Alternation(_) => end_run(&mut run, &mut best),
+        }
+    }
+    end_run(&mut run, &mut best);
+    if best.1 {
+        best.0.make_ascii_lowercase();
+    }
+    best
 }
 
 /// Most instructions a repeat giving back checks at each place it could stop.
@@ -2382,10 +2548,12 @@ mod tests {
         };
         // (pattern, instructions and bytes of the checked prefix, scan).
         let rows: &[(&str, u32, u32, Scan)] = &[
-            (r"/From: x/", 1, 7, Scan::Bytes { offset: 0, bytes: Few::One(b'F') }),
+            // The rarest byte in mail headers: `:` rather than `F` or a space.
+            (r"/From: x/", 1, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
             (r"/From: x/i", 6, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
             (r"/[a-z]q[0-9]/", 3, 3, Scan::Bytes { offset: 1, bytes: Few::One(b'q') }),
-            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 0, bytes: Few::One(b'T') }),
+            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 2, bytes: Few::One(b':') }),
+            (r"/ with x/i", 7, 7, Scan::Bytes { offset: 1, bytes: Few::Two(b'W', b'w') }),
             // An alternation ends the prefix; the first bytes still guide the scan.
             (r"/(?:abc|abd)x/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
             (r"/(?:ab|cd|ef|gh)x/", 0, 0, Scan::Set(set_of(|b| matches!(b, b'a' | b'c' | b'e' | b'g')))),
@@ -2396,6 +2564,27 @@ mod tests {
         for &(re, pc, len, scan) in rows {
             let b = program(re);
             assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
+        }
+    }
+
+    #[test]
+    fn substring_searches_table() {
+        // (haystack, needle, case-insensitive, expected position)
+        let cases: &[(&str, &str, bool, Option<usize>)] = &[
+            ("a with b", " with ", false, Some(1)),
+            ("a WITH b with ", " with ", false, Some(8)),
+            ("a WITH b with ", " with ", true, Some(1)),
+            ("wwith", " with", false, None),
+            (" with", " with", false, Some(0)),
+            ("x) by y) by", ") by", false, Some(1)),
+            ("%4%40", "%40", false, Some(2)),
+            ("", "ab", false, None),
+            ("ab", "abc", false, None),
+            ("(AUTH: x", "(auth: ", true, Some(0)),
+        ];
+        for (hay, needle, icase, want) in cases {
+            let got = if *icase { find_bytes_icase(hay.as_bytes(), needle.as_bytes()) } else { find_bytes(hay.as_bytes(), needle.as_bytes()) };
+            assert_eq!(got, *want, "{needle:?} in {hay:?}");
         }
     }
 
