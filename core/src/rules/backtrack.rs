@@ -35,7 +35,13 @@
 //! (a backreference among them) fail.
 //!
 //! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
-//! are the translated byte classes, `$` is end of text.
+//! are the translated byte classes, `$` is end of text (a lookahead `(?=\n?\z)`,
+//! Perl's `$` without `/m`, is one instruction).
+//!
+//! The eval tests' own patterns ([`crate::rules::eval::re`]) run here too, built by
+//! `compile_captures`: no relaxed form (no DFA screens their texts), every
+//! capture group recorded for [`Program::capture`], and a literal every match
+//! contains checked before any attempt.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
@@ -2586,6 +2592,82 @@ mod tests {
             let got = if *icase { find_bytes_icase(hay.as_bytes(), needle.as_bytes()) } else { find_bytes(hay.as_bytes(), needle.as_bytes()) };
             assert_eq!(got, *want, "{needle:?} in {hay:?}");
         }
+    }
+
+    fn captures_program(body: &str, flags: &str) -> Program {
+        let extended = perl::translate_backtracking(body, flags).expect("translates");
+        compile_captures(&extended).unwrap_or_else(|e| panic!("{body}: {e}"))
+    }
+
+    /// Programs built to record captures report every group, as Perl's `$1`...
+    #[test]
+    fn captures_like_perl_table() {
+        type Row = (&'static str, &'static str, &'static str, Option<&'static [Option<&'static str>]>);
+        let rows: &[Row] = &[
+            (r"(\S+) \((\S+)\[(\d+)\]\)", "", "h (a.b[12])", Some(&[Some("h"), Some("a.b"), Some("12")])),
+            (r"a(.*?)c", "", "abcbc", Some(&[Some("b")])),
+            (r"(x)?y", "", "y", Some(&[None])),
+            (r"(?:(a)|b)+", "", "ab", Some(&[Some("a")])),
+            (r"(a|ab)(c|bcd)(d*)", "", "abcd", Some(&[Some("a"), Some("bcd"), Some("")])),
+            (r"(\w+) \1", "", "say hello hello", Some(&[Some("hello")])),
+            (r"^(?:from )?(\S+)", "", "from a b", Some(&[Some("a")])),
+            (r"with (smtp)", "i", "a WITH SMTP", Some(&[Some("SMTP")])),
+            // Perl's `$` without /m, as the eval patterns write it: before a final newline.
+            (r"(\S+)(?=\n?\z)", "", "a bc\n", Some(&[Some("bc")])),
+            (r"(\S+)(?=\n?\z)", "", "a bc\n\n", None),
+            (r"(\S+)\z", "", "a bc\n", None),
+        ];
+        let mut scratch = BacktrackScratch::default();
+        for &(body, flags, hay, want) in rows {
+            let p = captures_program(body, flags);
+            let got = match p.find_at(hay.as_bytes(), 0, &mut scratch) {
+                Ok(Some(_)) => Some(
+                    (1..=p.captures())
+                        .map(|n| p.capture(&scratch, n).and_then(|(a, b)| hay.get(a..b)))
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            };
+            assert_eq!(got.as_deref(), want, "{body} on {hay:?}");
+            assert_eq!(p.capture(&scratch, 0), None);
+            assert_eq!(p.capture(&scratch, p.captures() + 1), None);
+        }
+        // Rule programs record only what a backreference reads.
+        assert_eq!(program(r"/(a)(b)\2/").program.captures(), 0);
+    }
+
+    #[test]
+    fn perl_dollar_is_one_instruction() {
+        let p = captures_program(r"a(?=\n?\z)", "");
+        assert!(p.insts.contains(&Inst::Look(Assert::EndBeforeNewline)));
+        assert!(!p.insts.iter().any(|i| matches!(i, Inst::LookStart { .. })));
+    }
+
+    #[test]
+    fn required_literals_table() {
+        // (pattern, flags, required literal, folded)
+        let rows: &[(&str, &str, &str, bool)] = &[
+            (r"^(\S+) \((\S+) \[x\]\).*\) by (\S+)", "", " [x])", false),
+            (r"(?:from |HELO )\S*hotmail\.com\b", "", "hotmail.com", false),
+            (r"\w+(?i:cde)f", "", "cdef", true),
+            (r"(?:a|b)(?i:cde)f", "", "", false),
+            (r"\S+ with (a|b)", "i", " with ", true),
+            (r"(x)?abcd(?=e)fg", "", "abcdfg", false),
+            (r"a(?:bcd)+", "", "", false),
+            // A fixed prefix is checked anyway: no separate literal.
+            (r"helo=(\S+)", "", "", false),
+        ];
+        for &(body, flags, want, fold) in rows {
+            let p = captures_program(body, flags);
+            let r = p.required;
+            let got = p.bytes.get(r.start as usize..r.start as usize + usize::from(r.len)).unwrap_or(&[]);
+            assert_eq!((got, r.fold && r.len > 0), (want.as_bytes(), fold), "{body}");
+        }
+        let p = captures_program(r"(?:x|y)\S*hotmail\.com", "i");
+        let mut scratch = BacktrackScratch::default();
+        assert_eq!(p.find_at(b"X.HotMail.COM", 0, &mut scratch), Ok(Some((0, 13))));
+        assert_eq!(p.find_at(b"X.HotMail.CO x.hotmail.co", 0, &mut scratch), Ok(None));
+        assert_eq!(scratch.last_steps(), 0, "rejected before any attempt");
     }
 
     #[test]
