@@ -169,6 +169,8 @@ fn expand(pattern: &str, named: &[(&str, String)]) -> Result<String, PatternErro
                     len = rest.len() - members.len() + 1;
                 }
             }
+            // A POSIX class inside brackets (`[[:alpha:]$]`) does not close them.
+            '[' if rest.starts_with("[:") => len = rest.find(":]").map_or(len, |e| e + 2),
             ']' if in_class => in_class = false,
             '$' if !in_class => {
                 out.push_str("(?=\\n?\\z)");
@@ -398,6 +400,24 @@ mod tests {
             let got = find(p, *icase, hay);
             let want = want.map(|w| w.iter().map(|g| g.map(String::from)).collect::<alloc::vec::Vec<_>>());
             assert_eq!(got, want, "{p} on {hay:?}");
+        }
+    }
+
+    #[test]
+    fn expansion_table() {
+        let named = [("IP", String::from("[0-9.]+"))];
+        let rows: &[(&str, &str)] = &[
+            (r"a$", r"a(?=\n?\z)"),
+            (r"a\$b\\$", r"a\$b\\(?=\n?\z)"),
+            (r"[$]x[^]$]y[[:alpha:]$]$", r"[$]x[^]$]y[[:alpha:]$](?=\n?\z)"),
+            (r"\[((?&IP))\]", r"\[((?>[0-9.]+))\]"),
+            (r"[(?&IP)]", r"[(?&IP)]"),
+        ];
+        for (p, want) in rows {
+            assert_eq!(expand(p, &named).as_deref(), Ok(*want), "{p}");
+        }
+        for p in [r"(?&NOPE)", r"(?&IP", r"x(?&)"] {
+            assert_eq!(expand(p, &named), Err(PatternError::UnknownSub), "{p}");
         }
     }
 
