@@ -35,7 +35,13 @@
 //! (a backreference among them) fail.
 //!
 //! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
-//! are the translated byte classes, `$` is end of text.
+//! are the translated byte classes, `$` is end of text (a lookahead `(?=\n?\z)`,
+//! Perl's `$` without `/m`, is one instruction).
+//!
+//! The eval tests' own patterns ([`crate::rules::eval::re`]) run here too, built by
+//! `compile_captures`: no relaxed form (no DFA screens their texts), every
+//! capture group recorded for [`Program::capture`], and a literal every match
+//! contains checked before any attempt.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
@@ -262,6 +268,8 @@ enum Assert {
     WordEnd,
     WordStartHalf,
     WordEndHalf,
+    /// Perl's `$` without `/m`: the end, or before a final `\n`.
+    EndBeforeNewline,
 }
 
 impl Assert {
@@ -492,9 +500,30 @@ pub struct Program {
     /// attempt inside a run of X fails, the rest of the run fails too (Perl's
     /// PREGf_SKIP), so only the first position of each run is tried.
     skip_runs: Option<u16>,
+    /// Perl capture groups recorded, when the program records them all
+    /// ([`compile_captures`]; group `n` is in slot `n - 1`); 0 otherwise.
+    captures: u16,
+    /// Bytes every match contains, checked before any attempt (programs that
+    /// record captures only; others run where a DFA already found them).
+    required: Required,
 }
 
+/// A literal every match contains: `len` bytes of `Program::bytes` from `start`
+/// (none when `len` is 0), looked for at its rarest byte, `key`; ASCII case
+/// ignored when `fold`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Required {
+    start: u32,
+    len: u16,
+    key: u16,
+    fold: bool,
+}
+
+/// Shortest required literal worth a check.
+const MIN_REQUIRED: usize = 3;
+
 /// Working memory of the matcher, reused across programs and calls.
+#[derive(Debug)]
 pub struct BacktrackScratch {
     stack: Vec<Frame>,
     stack_limit: usize,
@@ -640,6 +669,12 @@ impl BacktrackScratch {
         }
     }
 
+    /// Sets the step budget of later calls: `budget + per_byte * text length`.
+    pub fn set_budget(&mut self, budget: u32, per_byte: u32) {
+        self.budget = budget;
+        self.per_byte = per_byte;
+    }
+
     /// Steps the last call took.
     pub fn last_steps(&self) -> u32 {
         self.last_steps
@@ -720,6 +755,13 @@ impl Program {
         scratch.last_steps = 0;
         scratch.deepest = 0;
         let len = u32::try_from(hay.len()).ok().filter(|&l| l < NONE).ok_or(Undecided::TooLong)?;
+        let r = self.required;
+        if r.len > 0 {
+            let needle = self.bytes.get(r.start as usize..r.start as usize + usize::from(r.len)).unwrap_or(&[]);
+            if hay.get(start..).and_then(|h| find_anchored(h, needle, usize::from(r.key), r.fold)).is_none() {
+                return Ok(None);
+            }
+        }
         scratch.fit(self);
         let forbid = forbid_empty.and_then(|f| u32::try_from(f).ok()).unwrap_or(NONE);
         let mut vm = Vm { prog: self, hay, len, steps: budget, top: NONE, forbid, s: scratch };
@@ -727,6 +769,19 @@ impl Program {
         let used = budget - vm.steps;
         scratch.last_steps = used;
         result
+    }
+
+    /// Capture groups the program records (none unless built to record them).
+    pub fn captures(&self) -> usize {
+        usize::from(self.captures)
+    }
+
+    /// Where capture group `n` (from 1) of the match the last call found lies,
+    /// when the group took part and the program records captures.
+    pub fn capture(&self, scratch: &BacktrackScratch, n: usize) -> Option<(usize, usize)> {
+        let slot = n.checked_sub(1).filter(|&s| s < self.captures())?;
+        let g = scratch.groups.get(slot)?;
+        (g.start != NONE && g.end != NONE && g.start <= g.end).then_some((g.start as usize, g.end as usize))
     }
 
     /// Instructions in the program.
@@ -942,6 +997,7 @@ impl Vm<'_, '_, '_> {
             Assert::WordEnd => before && !after,
             Assert::WordStartHalf => !before,
             Assert::WordEndHalf => !after,
+            Assert::EndBeforeNewline => pos == self.len || (pos + 1 == self.len && self.byte(pos) == Some(b'\n')),
         }
     }
 
@@ -963,6 +1019,8 @@ impl Vm<'_, '_, '_> {
                 _ => {}
             }
             let skip = match self.prog.scan {
+                // One place to try: no scan ahead.
+                _ if self.prog.anchor == Anchor::Start => 0,
                 Scan::Any => 0,
                 Scan::Bytes { offset, bytes } => bytes.find(hay.get(at + offset as usize..)?).ok()??,
                 Scan::Set(set) => hay.get(at..)?.iter().position(|&b| set.contains(b))?,
@@ -1439,7 +1497,9 @@ struct Groups<'h> {
 }
 
 impl<'h> Groups<'h> {
-    fn of(hir: &'h Hir) -> Result<Groups<'h>, BacktrackError> {
+    /// The groups of `hir`; with `all`, every capture group gets a slot, not only
+    /// those a backreference reads.
+    fn of(hir: &'h Hir, all: bool) -> Result<Groups<'h>, BacktrackError> {
         let mut g = Groups { subs: Vec::new(), referenced: Vec::new(), has_backref: Vec::new(), slots: Vec::new() };
         let mut refs: Vec<u32> = Vec::new();
         let mut open: Vec<u32> = Vec::new();
@@ -1448,6 +1508,11 @@ impl<'h> Groups<'h> {
             match g.referenced.get_mut(n as usize) {
                 Some(r) if g.subs.get(n as usize).is_some_and(Option::is_some) => *r = true,
                 _ => return Err(BacktrackError::NoSuchGroup(n)),
+            }
+        }
+        if all {
+            for (r, s) in g.referenced.iter_mut().zip(&g.subs) {
+                *r |= s.is_some();
             }
         }
         let mut next = 0u16;
@@ -1518,20 +1583,40 @@ impl<'h> Groups<'h> {
 
 /// Parses a backtracking translation from perl.rs and builds both forms.
 pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackError> {
-    let hir = regex_syntax::ParserBuilder::new()
+    let hir = parse(extended)?;
+    let groups = Groups::of(&hir, false)?;
+    let program = build(&hir, &groups, false)?;
+    let relaxer = Relaxer { groups: &groups };
+    let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
+    Ok(Backtrack { relaxed: relaxed.to_string(), program })
+}
+
+/// Parses a backtracking translation from perl.rs into the exact program alone,
+/// recording every capture group (read them with [`Program::capture`]): for
+/// patterns whose captures the caller reads, run on texts no DFA screened.
+pub(crate) fn compile_captures(extended: &str) -> Result<Program, BacktrackError> {
+    let hir = parse(extended)?;
+    let groups = Groups::of(&hir, true)?;
+    build(&hir, &groups, true)
+}
+
+fn parse(extended: &str) -> Result<Hir, BacktrackError> {
+    regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .nest_limit(NEST_LIMIT)
         .build()
         .parse(extended)
-        .map_err(|e| BacktrackError::Parse(e.to_string()))?;
-    let groups = Groups::of(&hir)?;
-    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups: &groups };
-    c.compile(&hir, 0)?;
+        .map_err(|e| BacktrackError::Parse(e.to_string()))
+}
+
+fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, BacktrackError> {
+    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups };
+    c.compile(hir, 0)?;
     c.push(Inst::Match)?;
     c.fill_follow();
-    let (nullable, first) = first_bytes(&hir, 0);
-    let anchor = anchor(&hir, 0);
+    let (nullable, first) = first_bytes(hir, 0);
+    let anchor = anchor(hir, 0);
     let (prefix_pc, prefix_len, scan) = c.prefix(anchor);
     let scan = match scan {
         Scan::Any if !nullable => Scan::of(first, 0),
@@ -1541,7 +1626,27 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
     };
-    let program = Program {
+    let mut required = Required::default();
+    if captures {
+        let (bytes, fold) = required_literal(hir);
+        if bytes.len() >= MIN_REQUIRED && bytes.len() > prefix_len as usize {
+            if let (Ok(start), Ok(len), Ok(key)) =
+                (u32::try_from(c.bytes.len()), u16::try_from(bytes.len()), u16::try_from(anchor_of(&bytes)))
+            {
+                c.bytes.extend_from_slice(&bytes);
+                required = Required { start, len, key, fold };
+            }
+        }
+    }
+    let captures = match captures {
+        // Every group recorded, numbered from 1 without a gap: group `n` has slot `n - 1`.
+        true if groups.slots.iter().skip(1).enumerate().all(|(i, s)| *s == u16::try_from(i).ok()) => {
+            u16::try_from(groups.slots.len().saturating_sub(1)).map_err(|_| BacktrackError::TooLarge)?
+        }
+        true => return Err(BacktrackError::Construct("capture groups numbered with gaps")),
+        false => 0,
+    };
+    Ok(Program {
         insts: c.insts,
         class_scans: c.classes.iter().map(|&set| ClassScan::of(set)).collect(),
         classes: c.classes,
@@ -1552,12 +1657,11 @@ pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackErr
         scan,
         prefix_pc,
         prefix_len,
-        min_len: min_len(&hir, 0),
+        min_len: min_len(hir, 0),
         skip_runs,
-    };
-    let relaxer = Relaxer { groups: &groups };
-    let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
-    Ok(Backtrack { relaxed: relaxed.to_string(), program })
+        captures,
+        required,
+    })
 }
 
 struct Compiler<'g, 'h> {
@@ -1649,6 +1753,9 @@ impl Compiler<'_, '_> {
                     }
                     None => self.compile(&cap.sub, depth + 1)?,
                 },
+                Placeholder::Look(MarkerKind::Ahead) if is_end_before_newline(&cap.sub) => {
+                    self.push(Inst::Look(Assert::EndBeforeNewline))?;
+                }
                 Placeholder::Look(kind) => {
                     let (min, max) = if kind.behind() {
                         let (min, max) = len_bounds(&cap.sub, 0);
@@ -1777,7 +1884,7 @@ impl Compiler<'_, '_> {
 
     /// The leading instructions that match fixed bytes (or assert what `anchor`
     /// guarantees): how many, the bytes they match, and the scan for the
-    /// fewest bytes at one offset into them.
+    /// rarest bytes at one offset into them.
     fn prefix(&self, anchor: Anchor) -> (u32, u32, Scan) {
         let (mut pc, mut len) = (0u32, 0u32);
         let mut best: Option<(ByteSet, u32)> = None;
@@ -1786,7 +1893,7 @@ impl Compiler<'_, '_> {
             if offset == 0 {
                 first = Some(set);
             }
-            if best.is_none_or(|(b, _)| set.count() < b.count()) {
+            if best.is_none_or(|(b, _)| scan_weight(set) < scan_weight(b)) {
                 best = Some((set, offset));
             }
         };
@@ -1853,12 +1960,152 @@ impl Compiler<'_, '_> {
     }
 }
 
+/// How rare each byte is in mail headers, roughly (0 commonest): the substring
+/// searches look for the rarest byte of their needle first.
+const RARITY: [u8; 256] = {
+    let mut t = [3u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        if (b as u8).is_ascii_alphanumeric() {
+            t[b] = 2;
+        }
+        b += 1;
+    }
+    let common = b"etaoinsrhldcm.";
+    let mut i = 0;
+    while i < common.len() {
+        t[common[i] as usize] = 1;
+        i += 1;
+    }
+    t[b' ' as usize] = 0;
+    t
+};
+
+/// How often a scan for `set` stops, roughly: the sum of its bytes' frequencies
+/// in mail headers, sets of more than three bytes (memchr cannot search them) last.
+fn scan_weight(set: ByteSet) -> u32 {
+    if set.count() > 3 {
+        return 1000 + set.count();
+    }
+    set.bytes().map(|b| RARITY.get(usize::from(b)).and_then(|&r| [16, 4, 2, 1].get(usize::from(r))).copied().unwrap_or(1)).sum()
+}
+
+/// The index of the rarest byte of `needle` (the first of equals).
+fn anchor_of(needle: &[u8]) -> usize {
+    let rarity = |b: u8| RARITY.get(usize::from(b)).copied().unwrap_or(0);
+    let mut best = (0, 0);
+    for (i, &b) in needle.iter().enumerate() {
+        let r = rarity(b);
+        if r > best.1 || i == 0 {
+            best = (i, r);
+        }
+        if r == 3 {
+            break;
+        }
+    }
+    best.0
+}
+
+/// The first position of `needle` (not empty) in `hay`: short needles in short lines,
+/// where a scan for its rarest byte beats setting up a substring searcher.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), false)
+}
+
+/// [`find_bytes`] ignoring ASCII case: `needle` (not empty) is lower case.
+pub fn find_bytes_icase(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    find_anchored(hay, needle, anchor_of(needle), true)
+}
+
+/// The first position of `needle` in `hay`, found by looking for its byte `k` first.
+fn find_anchored(hay: &[u8], needle: &[u8], k: usize, icase: bool) -> Option<usize> {
+    let &lower = needle.get(k)?;
+    let upper = if icase { lower.to_ascii_uppercase() } else { lower };
+    // Candidates for the anchor byte start at `k`: the needle starts `k` bytes before.
+    let mut from = k;
+    loop {
+        let r = hay.get(from..)?;
+        let found = if upper == lower { memchr::memchr(lower, r) } else { memchr::memchr2(lower, upper, r) }?;
+        let start = from + found - k;
+        let window = hay.get(start..start + needle.len())?;
+        if if icase { window.eq_ignore_ascii_case(needle) } else { window == needle } {
+            return Some(start);
+        }
+        from += found + 1;
+    }
+}
+
+/// Bytes every match of `hir` contains, consecutive, the longest such run found
+/// through the top-level sequence and the groups in it that are neither repeated
+/// nor alternatives; and whether it must be searched ignoring ASCII case (then it
+/// is lower case).
+fn required_literal(hir: &Hir) -> (Vec<u8>, bool) {
+    let mut best = (Vec::new(), false);
+    let mut run = (Vec::new(), false);
+    let mut todo = alloc::vec![hir];
+    let end_run = |run: &mut (Vec<u8>, bool), best: &mut (Vec<u8>, bool)| {
+        if run.0.len() > best.0.len() {
+            *best = core::mem::take(run);
+        }
+        *run = (Vec::new(), false);
+    };
+    while let Some(h) = todo.pop() {
+        if todo.len() > MAX_DEPTH {
+            break;
+        }
+        match h.kind() {
+            HirKind::Concat(subs) => todo.extend(subs.iter().rev()),
+            HirKind::Literal(lit) => run.0.extend_from_slice(&lit.0),
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Class(c) => match ByteSet::of_class(c).map(|s| (s.count(), s)) {
+                Ok((1, set)) => run.0.extend(set.bytes()),
+                Ok((2, set)) if set.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                    let mut letters = set.bytes().map(|b| b.to_ascii_lowercase());
+                    match (letters.next(), letters.next()) {
+                        (Some(a), Some(b)) if a == b => {
+                            run.0.push(a);
+                            run.1 = true;
+                        }
+                        _ => end_run(&mut run, &mut best),
+                    }
+                }
+                _ => end_run(&mut run, &mut best),
+            },
+            HirKind::Capture(cap) => match placeholder(cap) {
+                Placeholder::Plain | Placeholder::Capture(_) | Placeholder::Atomic => todo.push(&cap.sub),
+                // Zero-width: the bytes on both sides are consecutive.
+                Placeholder::Look(_) => {}
+                Placeholder::Backref { .. } => end_run(&mut run, &mut best),
+            },
+            HirKind::Repetition(_) | HirKind::Alternation(_) => end_run(&mut run, &mut best),
+        }
+    }
+    end_run(&mut run, &mut best);
+    if best.1 {
+        best.0.make_ascii_lowercase();
+    }
+    best
+}
+
 /// Most instructions a repeat giving back checks at each place it could stop.
 const TAIL_INSTS: usize = 8;
 /// Most bytes of a program's fixed prefix checked before it runs.
 const MAX_PREFIX: u32 = 32;
 /// Most instructions [`Compiler::first_at`] visits for one question.
 const FIRST_AT_FUEL: u32 = 64;
+
+/// Whether `hir` is `\n?\z`: in a lookahead, Perl's `$` without `/m`.
+fn is_end_before_newline(hir: &Hir) -> bool {
+    let HirKind::Concat(subs) = hir.kind() else { return false };
+    let [newline, end] = subs.as_slice() else { return false };
+    let optional_newline = match newline.kind() {
+        HirKind::Repetition(rep) => {
+            rep.min == 0 && rep.max == Some(1) && matches!(rep.sub.kind(), HirKind::Literal(lit) if *lit.0 == *b"\n")
+        }
+        _ => false,
+    };
+    optional_newline && matches!(end.kind(), HirKind::Look(Look::End))
+}
 
 /// Shortest and longest match of `hir` (lookarounds and backreference
 /// placeholders count as zero and unbounded width as they should).
@@ -2309,10 +2556,12 @@ mod tests {
         };
         // (pattern, instructions and bytes of the checked prefix, scan).
         let rows: &[(&str, u32, u32, Scan)] = &[
-            (r"/From: x/", 1, 7, Scan::Bytes { offset: 0, bytes: Few::One(b'F') }),
+            // The rarest byte in mail headers: `:` rather than `F` or a space.
+            (r"/From: x/", 1, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
             (r"/From: x/i", 6, 7, Scan::Bytes { offset: 4, bytes: Few::One(b':') }),
             (r"/[a-z]q[0-9]/", 3, 3, Scan::Bytes { offset: 1, bytes: Few::One(b'q') }),
-            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 0, bytes: Few::One(b'T') }),
+            (r"/^To: (\w)\1/m", 2, 4, Scan::Bytes { offset: 2, bytes: Few::One(b':') }),
+            (r"/ with x/i", 7, 7, Scan::Bytes { offset: 1, bytes: Few::Two(b'W', b'w') }),
             // An alternation ends the prefix; the first bytes still guide the scan.
             (r"/(?:abc|abd)x/", 0, 0, Scan::Bytes { offset: 0, bytes: Few::One(b'a') }),
             (r"/(?:ab|cd|ef|gh)x/", 0, 0, Scan::Set(set_of(|b| matches!(b, b'a' | b'c' | b'e' | b'g')))),
@@ -2324,6 +2573,103 @@ mod tests {
             let b = program(re);
             assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
         }
+    }
+
+    #[test]
+    fn substring_searches_table() {
+        // (haystack, needle, case-insensitive, expected position)
+        let cases: &[(&str, &str, bool, Option<usize>)] = &[
+            ("a with b", " with ", false, Some(1)),
+            ("a WITH b with ", " with ", false, Some(8)),
+            ("a WITH b with ", " with ", true, Some(1)),
+            ("wwith", " with", false, None),
+            (" with", " with", false, Some(0)),
+            ("x) by y) by", ") by", false, Some(1)),
+            ("%4%40", "%40", false, Some(2)),
+            ("", "ab", false, None),
+            ("ab", "abc", false, None),
+            ("(AUTH: x", "(auth: ", true, Some(0)),
+        ];
+        for (hay, needle, icase, want) in cases {
+            let got = if *icase { find_bytes_icase(hay.as_bytes(), needle.as_bytes()) } else { find_bytes(hay.as_bytes(), needle.as_bytes()) };
+            assert_eq!(got, *want, "{needle:?} in {hay:?}");
+        }
+    }
+
+    fn captures_program(body: &str, flags: &str) -> Program {
+        let extended = perl::translate_backtracking(body, flags).expect("translates");
+        compile_captures(&extended).unwrap_or_else(|e| panic!("{body}: {e}"))
+    }
+
+    /// Programs built to record captures report every group, as Perl's `$1`...
+    #[test]
+    fn captures_like_perl_table() {
+        type Row = (&'static str, &'static str, &'static str, Option<&'static [Option<&'static str>]>);
+        let rows: &[Row] = &[
+            (r"(\S+) \((\S+)\[(\d+)\]\)", "", "h (a.b[12])", Some(&[Some("h"), Some("a.b"), Some("12")])),
+            (r"a(.*?)c", "", "abcbc", Some(&[Some("b")])),
+            (r"(x)?y", "", "y", Some(&[None])),
+            (r"(?:(a)|b)+", "", "ab", Some(&[Some("a")])),
+            (r"(a|ab)(c|bcd)(d*)", "", "abcd", Some(&[Some("a"), Some("bcd"), Some("")])),
+            (r"(\w+) \1", "", "say hello hello", Some(&[Some("hello")])),
+            (r"^(?:from )?(\S+)", "", "from a b", Some(&[Some("a")])),
+            (r"with (smtp)", "i", "a WITH SMTP", Some(&[Some("SMTP")])),
+            // Perl's `$` without /m, as the eval patterns write it: before a final newline.
+            (r"(\S+)(?=\n?\z)", "", "a bc\n", Some(&[Some("bc")])),
+            (r"(\S+)(?=\n?\z)", "", "a bc\n\n", None),
+            (r"(\S+)\z", "", "a bc\n", None),
+        ];
+        let mut scratch = BacktrackScratch::default();
+        for &(body, flags, hay, want) in rows {
+            let p = captures_program(body, flags);
+            let got = match p.find_at(hay.as_bytes(), 0, &mut scratch) {
+                Ok(Some(_)) => Some(
+                    (1..=p.captures())
+                        .map(|n| p.capture(&scratch, n).and_then(|(a, b)| hay.get(a..b)))
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            };
+            assert_eq!(got.as_deref(), want, "{body} on {hay:?}");
+            assert_eq!(p.capture(&scratch, 0), None);
+            assert_eq!(p.capture(&scratch, p.captures() + 1), None);
+        }
+        // Rule programs record only what a backreference reads.
+        assert_eq!(program(r"/(a)(b)\2/").program.captures(), 0);
+    }
+
+    #[test]
+    fn perl_dollar_is_one_instruction() {
+        let p = captures_program(r"a(?=\n?\z)", "");
+        assert!(p.insts.contains(&Inst::Look(Assert::EndBeforeNewline)));
+        assert!(!p.insts.iter().any(|i| matches!(i, Inst::LookStart { .. })));
+    }
+
+    #[test]
+    fn required_literals_table() {
+        // (pattern, flags, required literal, folded)
+        let rows: &[(&str, &str, &str, bool)] = &[
+            (r"^(\S+) \((\S+) \[x\]\).*\) by (\S+)", "", " [x])", false),
+            (r"(?:from |HELO )\S*hotmail\.com\b", "", "hotmail.com", false),
+            (r"\w+(?i:cde)f", "", "cdef", true),
+            (r"(?:a|b)(?i:cde)f", "", "", false),
+            (r"\S+ with (a|b)", "i", " with ", true),
+            (r"(x)?abcd(?=e)fg", "", "abcdfg", false),
+            (r"a(?:bcd)+", "", "", false),
+            // A fixed prefix is checked anyway: no separate literal.
+            (r"helo=(\S+)", "", "", false),
+        ];
+        for &(body, flags, want, fold) in rows {
+            let p = captures_program(body, flags);
+            let r = p.required;
+            let got = p.bytes.get(r.start as usize..r.start as usize + usize::from(r.len)).unwrap_or(&[]);
+            assert_eq!((got, r.fold && r.len > 0), (want.as_bytes(), fold), "{body}");
+        }
+        let p = captures_program(r"(?:x|y)\S*hotmail\.com", "i");
+        let mut scratch = BacktrackScratch::default();
+        assert_eq!(p.find_at(b"X.HotMail.COM", 0, &mut scratch), Ok(Some((0, 13))));
+        assert_eq!(p.find_at(b"X.HotMail.CO x.hotmail.co", 0, &mut scratch), Ok(None));
+        assert_eq!(scratch.last_steps(), 0, "rejected before any attempt");
     }
 
     #[test]
