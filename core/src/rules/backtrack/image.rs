@@ -5,7 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Anchor, Assert, Backtrack, ByteSet, ClassScan, Few, Inst, MarkerKind, Program, Scan, NONE, NO_CLASS};
+use super::{Anchor, Assert, Backtrack, ByteSet, ClassScan, Few, Inst, MarkerKind, Program, Required, Scan, NONE, NO_CLASS};
 
 /// Instructions, classes or literal bytes in one stored program, at most.
 const MAX_ITEMS: usize = 1 << 20;
@@ -48,6 +48,11 @@ impl Backtrack {
         w.u32(p.prefix_len);
         w.u32(p.min_len);
         w.u32(p.skip_runs.map_or(NONE, u32::from));
+        w.u16(p.captures);
+        w.u32(p.required.start);
+        w.u16(p.required.len);
+        w.u16(p.required.key);
+        w.bool(p.required.fold);
     }
 
     /// The compile `image` holds, `None` when it is not one `write_image` wrote or an
@@ -87,6 +92,8 @@ impl Backtrack {
             NONE => None,
             c => Some(u16::try_from(c).ok()?),
         };
+        let captures = r.u16()?;
+        let required = Required { start: r.u32()?, len: r.u16()?, key: r.u16()?, fold: r.bool()? };
         if r.pos != image.len() {
             return None;
         }
@@ -103,6 +110,8 @@ impl Backtrack {
             prefix_len,
             min_len,
             skip_runs,
+            captures,
+            required,
         };
         program.indices_valid().then_some(Backtrack { relaxed, program })
     }
@@ -131,11 +140,18 @@ impl Program {
             Inst::LookStart { end, .. } => pc(end),
             Inst::Match | Inst::Byte(_) | Inst::Look(_) | Inst::LookEnd | Inst::AtomicStart | Inst::AtomicEnd => true,
         });
-        insts_ok && (self.prefix_pc as usize) <= self.insts.len() && self.skip_runs.is_none_or(class)
+        let r = self.required;
+        let required_ok = r.len == 0
+            || (r.key < r.len && (r.start as usize).checked_add(usize::from(r.len)).is_some_and(|end| end <= self.bytes.len()));
+        insts_ok
+            && required_ok
+            && usize::from(self.captures) <= self.groups
+            && (self.prefix_pc as usize) <= self.insts.len()
+            && self.skip_runs.is_none_or(class)
     }
 }
 
-const ASSERTS: [Assert; 10] = [
+const ASSERTS: [Assert; 11] = [
     Assert::Start,
     Assert::End,
     Assert::StartLine,
@@ -146,6 +162,7 @@ const ASSERTS: [Assert; 10] = [
     Assert::WordEnd,
     Assert::WordStartHalf,
     Assert::WordEndHalf,
+    Assert::EndBeforeNewline,
 ];
 
 const MARKERS: [MarkerKind; 5] = [MarkerKind::Ahead, MarkerKind::NotAhead, MarkerKind::Behind, MarkerKind::NotBehind, MarkerKind::Atomic];
@@ -410,6 +427,8 @@ mod tests {
                 (compiled.program.prefix_pc, compiled.program.prefix_len, compiled.program.min_len, compiled.program.skip_runs),
                 "{pattern}"
             );
+            let (a, b) = (read.program.required, compiled.program.required);
+            assert_eq!((read.program.captures, a.start, a.len, a.key, a.fold), (compiled.program.captures, b.start, b.len, b.key, b.fold), "{pattern}");
             // Every cut short of the whole image is refused, as is a trailing byte.
             for cut in 0..image.len() {
                 assert!(Backtrack::read_image(image.get(..cut).unwrap_or_default()).is_none(), "{pattern} cut at {cut}");
@@ -418,6 +437,21 @@ mod tests {
             longer.push(0);
             assert!(Backtrack::read_image(&longer).is_none(), "{pattern} with a trailing byte");
         }
+    }
+
+    #[test]
+    fn capture_programs_round_trip() {
+        // Eval patterns record captures and check a required literal first.
+        let Ok(extended) = perl::translate_backtracking(r"(\S+) by (\S+) with esmtp", "i") else { panic!("does not translate") };
+        let Ok(program) = super::super::compile_captures(&extended) else { panic!("does not compile") };
+        assert!(program.captures > 0 && program.required.len > 0);
+        let compiled = Backtrack { relaxed: String::new(), program };
+        let mut image = Vec::new();
+        compiled.write_image(&mut image);
+        let Some(read) = Backtrack::read_image(&image) else { panic!("image not read back") };
+        let (a, b) = (read.program.required, compiled.program.required);
+        assert_eq!((read.program.captures, a.start, a.len, a.key, a.fold), (compiled.program.captures, b.start, b.len, b.key, b.fold));
+        assert_eq!(read.program.insts, compiled.program.insts);
     }
 
     #[test]
