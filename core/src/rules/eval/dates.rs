@@ -276,10 +276,20 @@ fn match_form(s: &[u8], start: usize, form: &[Tok]) -> Option<Found> {
     Some(found)
 }
 
+/// Whether a match of `form` can start with byte `b` (a quick test before [`match_form`]).
+fn can_start(form: &[Tok], b: u8) -> bool {
+    match form.first() {
+        Some(&Tok::Is(c)) => b == c,
+        Some(Tok::Ws) => is_space(b),
+        _ => true,
+    }
+}
+
 /// The leftmost match in `s` of any of `forms`, the earlier one first at a position
 /// (a regex alternation).
 fn find_any(s: &[u8], forms: &[&[Tok]]) -> Option<Found> {
-    (0..s.len()).find_map(|i| forms.iter().find_map(|form| match_form(s, i, form)))
+    let starts = s.iter().enumerate().filter(|&(_, &b)| forms.iter().any(|form| can_start(form, b)));
+    starts.into_iter().find_map(|(i, _)| forms.iter().find_map(|form| match_form(s, i, form)))
 }
 
 /// Days from 1970-01-01 to the given civil date (proleptic Gregorian).
