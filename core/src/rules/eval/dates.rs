@@ -161,7 +161,7 @@ fn month_at(s: &[u8], i: usize) -> Option<u32> {
 }
 
 /// What a run of digits in a date form is read as.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Num {
     Skip,
     Day,
@@ -172,7 +172,7 @@ enum Num {
 }
 
 /// One piece of a date form, as in SpamAssassin's regexes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok {
     /// This byte.
     Is(u8),
@@ -276,19 +276,17 @@ fn match_form(s: &[u8], start: usize, form: &[Tok]) -> Option<Found> {
     Some(found)
 }
 
-/// Whether a match of `form` can start with byte `b` (a quick test before [`match_form`]).
-fn can_start(form: &[Tok], b: u8) -> bool {
-    match form.first() {
-        Some(&Tok::Is(c)) => b == c,
+/// The leftmost match in `s` of any of `forms`, the earlier one first at a position
+/// (a regex alternation). The forms of a set start with the same token (a test checks),
+/// which picks the positions worth trying.
+fn find_any(s: &[u8], forms: &[&[Tok]]) -> Option<Found> {
+    let lead = forms.first().and_then(|form| form.first()).copied();
+    let may_start = |b: u8| match lead {
+        Some(Tok::Is(c)) => b == c,
         Some(Tok::Ws) => is_space(b),
         _ => true,
-    }
-}
-
-/// The leftmost match in `s` of any of `forms`, the earlier one first at a position
-/// (a regex alternation).
-fn find_any(s: &[u8], forms: &[&[Tok]]) -> Option<Found> {
-    let starts = s.iter().enumerate().filter(|&(_, &b)| forms.iter().any(|form| can_start(form, b)));
+    };
+    let starts = s.iter().enumerate().filter(|&(_, &b)| may_start(b));
     starts.into_iter().find_map(|(i, _)| forms.iter().find_map(|form| match_form(s, i, form)))
 }
 
@@ -427,6 +425,13 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(parse_rfc822_date(text.as_bytes()), *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn forms_of_a_set_start_alike() {
+        for set in [&TIME_FORMS[..], &RECEIVED_FORMS[..]] {
+            assert!(set.iter().all(|form| form.first().is_some() && form.first() == set[0].first()), "{set:?}");
         }
     }
 
