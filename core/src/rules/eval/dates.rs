@@ -286,8 +286,8 @@ fn find_any(s: &[u8], forms: &[&[Tok]]) -> Option<Found> {
         Some(Tok::Ws) => is_space(b),
         _ => true,
     };
-    let starts = s.iter().enumerate().filter(|&(_, &b)| may_start(b));
-    starts.into_iter().find_map(|(i, _)| forms.iter().find_map(|form| match_form(s, i, form)))
+    let mut starts = s.iter().enumerate().filter(|&(_, &b)| may_start(b));
+    starts.find_map(|(i, _)| forms.iter().find_map(|form| match_form(s, i, form)))
 }
 
 /// Days from 1970-01-01 to the given civil date (proleptic Gregorian).
@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn forms_of_a_set_start_alike() {
         for set in [&TIME_FORMS[..], &RECEIVED_FORMS[..]] {
-            assert!(set.iter().all(|form| form.first().is_some() && form.first() == set[0].first()), "{set:?}");
+            assert!(set.iter().all(|form| !form.is_empty() && form.first() == set[0].first()), "{set:?}");
         }
     }
 
