@@ -6,37 +6,20 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
-use regex_automata::{hybrid, Input, MatchKind};
+use regex_automata::{hybrid, Input};
 use sift_core::rules::backtrack::{
     Backtrack, BacktrackScratch, Undecided, DEFAULT_STEPS_PER_BYTE, DEFAULT_STEP_BUDGET,
 };
-use sift_core::rules::{perl, Config, HeaderTest, Pattern, RuleKind};
+use sift_core::rules::{perl, Config, RuleSet};
 
 mod support;
-use support::{corpus_folder, public_corpus, stock_config, RULES_DIR};
+use support::perl::perl_lines;
+use support::{corpus_folder, public_corpus, rule_pattern, stock_config, RULES_DIR};
 
-/// As compile.rs: a dense DFA up to this size, a lazy one beyond.
-const DENSE_LIMIT: usize = 192 * 1024;
 /// Most `/g` matches compared per text.
 const MAX_COUNT: u32 = 20;
-
-fn pattern(kind: &RuleKind) -> Option<(&'static str, &Pattern)> {
-    match kind {
-        RuleKind::Body(p) => Some(("body", p)),
-        RuleKind::RawBody(p) => Some(("rawbody", p)),
-        RuleKind::Full(p) => Some(("full", p)),
-        RuleKind::Uri(p) => Some(("uri", p)),
-        RuleKind::MimeHeader { pattern, .. } => Some(("mimeheader", pattern)),
-        RuleKind::Header(h) => match &h.test {
-            HeaderTest::Matches(p) | HeaderTest::NotMatches(p) => Some(("header", p)),
-            HeaderTest::Exists => None,
-        },
-        _ => None,
-    }
-}
 
 /// A stock rule that needs backtracking, compiled.
 struct Needing<'c> {
@@ -51,7 +34,7 @@ fn needing(config: &Config) -> (Vec<Needing<'_>>, BTreeMap<&'static str, usize>)
     let mut out = Vec::new();
     let mut per_type: BTreeMap<&'static str, usize> = BTreeMap::new();
     for rule in &config.rules {
-        let Some((ty, p)) = pattern(&rule.kind) else { continue };
+        let Some((ty, p)) = rule_pattern(&rule.kind) else { continue };
         let Err(why) = &p.translated else { continue };
         if !why.needs_backtracking() {
             continue;
@@ -63,46 +46,14 @@ fn needing(config: &Config) -> (Vec<Needing<'_>>, BTreeMap<&'static str, usize>)
     (out, per_type)
 }
 
-fn syntax_config() -> syntax::Config {
-    syntax::Config::new().unicode(false).utf8(false)
-}
-
-/// Builds the relaxed regex as compile.rs builds a rule's regex: whether it came
-/// out dense, and a lazy DFA to search with.
-fn build_relaxed(relaxed: &str) -> Result<(bool, hybrid::dfa::DFA), String> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .nest_limit(100)
-        .build()
-        .parse(relaxed)
-        .map_err(|e| e.to_string())?;
-    let nfa = thompson::Compiler::new()
-        .syntax(syntax_config())
-        .configure(thompson::Config::new().utf8(false).shrink(false))
-        .build_from_hir(&hir)
-        .map_err(|e| e.to_string())?;
-    let dense = dense::Builder::new()
-        .configure(
-            dense::Config::new()
-                .start_kind(StartKind::Unanchored)
-                .match_kind(MatchKind::LeftmostFirst)
-                .minimize(false)
-                .dfa_size_limit(Some(DENSE_LIMIT))
-                .determinize_size_limit(Some(DENSE_LIMIT)),
-        )
-        .build_from_nfa(&nfa)
-        .is_ok();
-    let lazy = hybrid::dfa::Builder::new()
-        .configure(
-            hybrid::dfa::Config::new()
-                .match_kind(MatchKind::LeftmostFirst)
-                .cache_capacity(1024 * 1024)
-                .skip_cache_capacity_check(true),
-        )
-        .build_from_nfa(nfa)
-        .map_err(|e| e.to_string())?;
-    Ok((dense, lazy))
+/// A lazy DFA of a relaxed regex, to search corpus text with.
+fn relaxed_dfa(relaxed: &str) -> Result<hybrid::dfa::DFA, String> {
+    hybrid::dfa::Builder::new()
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .thompson(thompson::Config::new().utf8(false).shrink(false))
+        .configure(hybrid::dfa::Config::new().cache_capacity(1024 * 1024).skip_cache_capacity_check(true))
+        .build(relaxed)
+        .map_err(|e| e.to_string())
 }
 
 #[test]
@@ -120,9 +71,10 @@ fn stock_rules_needing_backtracking_compile() {
             Ok(b) => {
                 longest = longest.max(b.program.len());
                 total += b.program.len();
-                match build_relaxed(&b.relaxed) {
-                    Ok((true, _)) => dense += 1,
-                    Ok((false, _)) => lazy += 1,
+                let lines = matches!(r.ty, "body" | "rawbody" | "uri");
+                match RuleSet::fits_dense(&b.relaxed, lines) {
+                    Ok(true) => dense += 1,
+                    Ok(false) => lazy += 1,
                     Err(e) => failed.push(format!("{}: relaxed {} does not build: {e}", r.name, b.relaxed)),
                 }
             }
@@ -168,35 +120,20 @@ fn stock_rules_needing_backtracking_compile() {
     assert!(hits > 0, "some stock pattern matches the sample texts");
 }
 
-/// Perl side: for each pattern, compiled as SpamAssassin compiles it, one line
-/// listing `text:start:end:count` for every text it matches (`count`: `/g`
-/// matches, at most MAX_COUNT).
-const PERL_MATCHER: &str = r#"
-use strict; use warnings; no warnings;
-use Mail::SpamAssassin::Util qw(compile_regexp);
-my ($pfile, $tfile, $max) = @ARGV;
-open(my $tf, '<', $tfile) or die; my @texts = map { chomp; pack('H*', $_) } <$tf>;
-open(my $pf, '<', $pfile) or die;
-while (my $p = <$pf>) {
-  chomp $p; $p = pack('H*', $p);
-  my ($re, $err) = compile_regexp($p, 1);
-  if (!$re) { print "ERR $err\n"; next; }
+/// Perl side: for each pattern, one line listing `text:start:end:count` for every
+/// text it matches (`count`: `/g` matches, at most `$args[0]`).
+const PERL_MATCHES: &str = r#"
   my @out;
   for my $i (0..$#texts) {
     my $t = $texts[$i];
     next unless $t =~ $re;
     my ($s, $e) = ($-[0], $+[0]);
     my $c = 0;
-    while ($t =~ /$re/g) { last if ++$c >= $max }
+    while ($t =~ /$re/g) { last if ++$c >= $args[0] }
     push @out, "$i:$s:$e:$c";
   }
   print join(' ', @out), "\n";
-}
 "#;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// What part of a message a sample text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,33 +217,11 @@ fn stock_backtracking_rules_match_like_perl() {
     let rules: Vec<(&Needing<'_>, &Backtrack)> =
         rules.iter().filter_map(|r| r.compiled.as_ref().ok().map(|b| (r, b))).collect();
 
-    let dir = std::env::temp_dir().join(format!("sift-backtrack-diff-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let (pfile, tfile) = (dir.join("patterns"), dir.join("texts"));
-    let plines: Vec<String> = rules.iter().map(|(r, _)| hex(r.perl.as_bytes())).collect();
-    std::fs::write(&pfile, plines.join("\n") + "\n").expect("write patterns");
-    let tlines: Vec<String> = texts.iter().map(|(_, t)| hex(t)).collect();
-    std::fs::write(&tfile, tlines.join("\n") + "\n").expect("write texts");
     let started = Instant::now();
-    let output = std::process::Command::new("perl")
-        .arg("-e")
-        .arg(PERL_MATCHER)
-        .arg(&pfile)
-        .arg(&tfile)
-        .arg(MAX_COUNT.to_string())
-        .output();
-    let _ = std::fs::remove_dir_all(&dir);
-    let output = match output {
-        Ok(o) if o.status.success() => o,
-        other => {
-            println!("perl with Mail::SpamAssassin unavailable ({other:?}): skipped");
-            return;
-        }
-    };
+    let max_count = MAX_COUNT.to_string();
+    let (patterns, sample) = (rules.iter().map(|(r, _)| r.perl), texts.iter().map(|(_, t)| t));
+    let Some(perl_lines) = perl_lines(patterns, sample, PERL_MATCHES, &[&max_count]) else { return };
     let perl_time = started.elapsed();
-    let perl_out = String::from_utf8_lossy(&output.stdout);
-    let perl_lines: Vec<&str> = perl_out.lines().collect();
-    assert_eq!(perl_lines.len(), rules.len(), "one perl line per pattern");
 
     let mut scratch = BacktrackScratch::default();
     let mut mismatches = Vec::new();
@@ -335,7 +250,7 @@ fn stock_backtracking_rules_match_like_perl() {
         }
         perl_hits += want.len() as u64;
         rules_hit += usize::from(!want.is_empty());
-        let (_, dfa) = build_relaxed(&b.relaxed).expect("relaxed builds");
+        let dfa = relaxed_dfa(&b.relaxed).expect("relaxed builds");
         let mut cache = dfa.create_cache();
         let mut shown = 0;
         for (i, (kind, text)) in texts.iter().enumerate() {

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use sift_core::rules::{EvalOn, HeaderTest, Pattern, RuleKind};
+use sift_core::rules::{EvalOn, Pattern, RuleKind};
 
 mod support;
-use support::{corpus_folder, stock_config, RULES_DIR};
+use support::perl::perl_lines;
+use support::{corpus_folder, rule_pattern, stock_config, RULES_DIR};
 
 /// Counts per rule type as SpamAssassin 4.0.1 reports them for this install
 /// (`perl` with Mail::SpamAssassin: `test_types` after init, mimeheader evals
@@ -43,18 +44,6 @@ fn type_name(kind: &RuleKind) -> &'static str {
     }
 }
 
-fn pattern(kind: &RuleKind) -> Option<&Pattern> {
-    match kind {
-        RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => Some(p),
-        RuleKind::MimeHeader { pattern, .. } => Some(pattern),
-        RuleKind::Header(h) => match &h.test {
-            HeaderTest::Matches(p) | HeaderTest::NotMatches(p) => Some(p),
-            HeaderTest::Exists => None,
-        },
-        _ => None,
-    }
-}
-
 #[test]
 fn stock_rules_load_like_spamassassin() {
     let Some(config) = stock_config() else {
@@ -70,7 +59,7 @@ fn stock_rules_load_like_spamassassin() {
     for rule in &config.rules {
         let ty = type_name(&rule.kind);
         *counts.entry(ty).or_default() += 1;
-        if let Some(p) = pattern(&rule.kind) {
+        if let Some((_, p)) = rule_pattern(&rule.kind) {
             let entry = translation.entry(ty).or_default();
             entry.0 += 1;
             match &p.translated {
@@ -118,25 +107,10 @@ fn stock_rules_load_like_spamassassin() {
     assert!(unknown.is_empty(), "unknown directives in stock rules: {unknown:?}");
 }
 
-/// Perl side of the differential check: compiles each pattern as SpamAssassin does
-/// and prints, per pattern, one `0`/`1` per text.
-const PERL_MATCHER: &str = r#"
-use strict; use warnings;
-use Mail::SpamAssassin::Util qw(compile_regexp);
-my ($pfile, $tfile) = @ARGV;
-open(my $tf, '<', $tfile) or die; my @texts = map { chomp; pack('H*', $_) } <$tf>;
-open(my $pf, '<', $pfile) or die;
-while (my $p = <$pf>) {
-  chomp $p; $p = pack('H*', $p);
-  my ($re, $err) = compile_regexp($p, 1);
-  if (!$re) { print "ERR $err\n"; next; }
+/// Perl side of the differential check: per pattern, one `0`/`1` per text.
+const PERL_MATCHES: &str = r#"
   print join('', map { $_ =~ $re ? '1' : '0' } @texts), "\n";
-}
 "#;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Texts to match: lines of corpus messages, and runs of five lines joined with
 /// `\n` (for `/m` and `/s`), none ending in a newline.
@@ -185,7 +159,7 @@ fn translations_match_like_perl() {
     let patterns: Vec<(&str, &Pattern)> = config
         .rules
         .iter()
-        .filter_map(|r| pattern(&r.kind).map(|p| (r.name.as_str(), p)))
+        .filter_map(|r| rule_pattern(&r.kind).map(|(_, p)| (r.name.as_str(), p)))
         .filter(|(_, p)| p.translated.is_ok())
         .collect();
     let texts = sample_texts(6000);
@@ -193,25 +167,7 @@ fn translations_match_like_perl() {
         println!("corpus absent: skipped");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("sift-cf-diff-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let pfile = dir.join("patterns");
-    let tfile = dir.join("texts");
-    let plines: Vec<String> = patterns.iter().map(|(_, p)| hex(p.perl.as_bytes())).collect();
-    std::fs::write(&pfile, plines.join("\n") + "\n").expect("write patterns");
-    let tlines: Vec<String> = texts.iter().map(|t| hex(t)).collect();
-    std::fs::write(&tfile, tlines.join("\n") + "\n").expect("write texts");
-    let output = match std::process::Command::new("perl").arg("-e").arg(PERL_MATCHER).arg(&pfile).arg(&tfile).output() {
-        Ok(o) if o.status.success() => o,
-        other => {
-            println!("perl with Mail::SpamAssassin unavailable ({other:?}): skipped");
-            return;
-        }
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    let perl_results = String::from_utf8_lossy(&output.stdout);
-    let perl_lines: Vec<&str> = perl_results.lines().collect();
-    assert_eq!(perl_lines.len(), patterns.len());
+    let Some(perl_lines) = perl_lines(patterns.iter().map(|(_, p)| &p.perl), &texts, PERL_MATCHES, &[]) else { return };
     let syntax = syntax::Config::new().unicode(false).utf8(false);
     let mut differing = 0;
     let mut perl_errors = 0;

@@ -1238,6 +1238,19 @@ fn meta_steps(
     Ok(())
 }
 
+impl RuleSet {
+    /// Whether a rule's translated pattern gets a dense DFA (`Ok(true)`) or a lazy one, built
+    /// as the compile builds it (`lines`: for body, rawbody and uri); for the stock-rule tests.
+    #[doc(hidden)]
+    pub fn fits_dense(translated: &str, lines: bool) -> Result<bool, String> {
+        let hir = parse_hir(translated)?;
+        let hir = if lines { line_local(&hir, 0) } else { hir };
+        let prefilter = prefix_needles(&hir).as_deref().and_then(fast_prefilter);
+        let nfa = build_nfa(&hir).map_err(|e| e.to_string())?;
+        Ok(build_dense(&nfa, prefilter).is_some())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use sift_core::rules::cf::{Includer, Parser};
-use sift_core::rules::Config;
+use sift_core::rules::{Config, HeaderTest, Pattern, RuleKind};
+
+pub mod perl;
 
 /// Site config dir: `*.pre` read first, `*.cf` last.
 pub const SITE_DIR: &str = "/etc/spamassassin";
@@ -63,6 +65,22 @@ pub fn stock_config_or_skip() -> Option<Config> {
         println!("SKIP: stock rules not found at {RULES_DIR}");
     }
     config
+}
+
+/// A rule's pattern, with its type's name (`body`, `header`...), for the rules that have one.
+pub fn rule_pattern(kind: &RuleKind) -> Option<(&'static str, &Pattern)> {
+    match kind {
+        RuleKind::Body(p) => Some(("body", p)),
+        RuleKind::RawBody(p) => Some(("rawbody", p)),
+        RuleKind::Full(p) => Some(("full", p)),
+        RuleKind::Uri(p) => Some(("uri", p)),
+        RuleKind::MimeHeader { pattern, .. } => Some(("mimeheader", pattern)),
+        RuleKind::Header(h) => match &h.test {
+            HeaderTest::Matches(p) | HeaderTest::NotMatches(p) => Some(("header", p)),
+            HeaderTest::Exists => None,
+        },
+        _ => None,
+    }
 }
 
 /// The SpamAssassin public corpus, found from this crate's directory.

@@ -160,70 +160,134 @@ fn month_at(s: &[u8], i: usize) -> Option<u32> {
     MONTHS.iter().position(|m| m.eq_ignore_ascii_case(word)).map(|p| p as u32 + 1)
 }
 
-/// Day, month, the year digits' range and the range of text the date form covers.
-type DateParts = (i64, u32, (usize, usize), (usize, usize));
+/// What a run of digits in a date form is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    Skip,
+    Day,
+    Year,
+    Hour,
+    Minute,
+    Second,
+}
 
-/// SpamAssassin's three date forms, tried in its order over the whole string:
-/// ` DD Mon YYYY `, ` Mon +DD hh:mm:ss YYYY `, ` DD Mon YY(Y) `. Returns day, month,
-/// the year digits' range and the range to cut.
-fn find_date(s: &[u8]) -> Option<DateParts> {
-    for form in 0..3 {
-        for i in (0..s.len()).filter(|&i| s.get(i) == Some(&b' ')) {
-            let hit = if form == 1 { month_first(s, i) } else { day_first(s, i, form == 0) };
-            if hit.is_some() {
-                return hit;
+/// One piece of a date form, as in SpamAssassin's regexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    /// This byte.
+    Is(u8),
+    /// ` +`
+    Spaces,
+    /// `\s`
+    Ws,
+    /// `.`: a byte but `\n`.
+    NotNewline,
+    /// `\S`
+    NotWs,
+    /// `\S+`
+    NotWsRun,
+    /// `(Jan|Feb|...|Dec)`, any case.
+    Month,
+    /// `\d{lo,hi}`, read as `Num`: the whole run of digits (in these forms a non-digit follows).
+    Digits(Num, usize, usize),
+}
+
+const SP: Tok = Tok::Is(b' ');
+const COLON: Tok = Tok::Is(b':');
+/// `\d+`
+const N: Tok = Tok::Digits(Num::Skip, 1, usize::MAX);
+const DAY: Tok = Tok::Digits(Num::Day, 1, usize::MAX);
+const HOUR: Tok = Tok::Digits(Num::Hour, 1, 2);
+const MINUTE: Tok = Tok::Digits(Num::Minute, 2, 2);
+
+/// `parse_rfc822_date`'s three date forms, each tried over the whole string in this order:
+/// ` (\d+) (Mon) (\d{4}) `, ` (Mon) +(\d+) \d+:\d+:\d+ (\d{4}) `, ` (\d+) (Mon) (\d{2,3}) `.
+const DATE_FORMS: [&[Tok]; 3] = [
+    &[SP, DAY, SP, Tok::Month, SP, Tok::Digits(Num::Year, 4, 4), SP],
+    &[SP, Tok::Month, Tok::Spaces, DAY, SP, N, COLON, N, COLON, N, SP, Tok::Digits(Num::Year, 4, 4), SP],
+    &[SP, DAY, SP, Tok::Month, SP, Tok::Digits(Num::Year, 2, 3), SP],
+];
+
+/// Its time: ` (\d?\d):(\d\d)(:(\d\d))? `.
+const TIME_FORMS: [&[Tok]; 2] = [
+    &[SP, HOUR, COLON, MINUTE, COLON, Tok::Digits(Num::Second, 2, 2), SP],
+    &[SP, HOUR, COLON, MINUTE, SP],
+];
+
+/// The date of a Received line: `\s.?\d+ \S\S\S \d+ \d+:\d+:\d+ \S+`.
+const RECEIVED_FORMS: [&[Tok]; 2] = [
+    &[
+        Tok::Ws, Tok::NotNewline, N, SP, Tok::NotWs, Tok::NotWs, Tok::NotWs, SP, N, SP, N, COLON, N, COLON, N, SP,
+        Tok::NotWsRun,
+    ],
+    &[Tok::Ws, N, SP, Tok::NotWs, Tok::NotWs, Tok::NotWs, SP, N, SP, N, COLON, N, COLON, N, SP, Tok::NotWsRun],
+];
+
+/// What a form matched: its numbers, the year digits' range and the bytes it covers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Found {
+    day: i64,
+    month: u32,
+    year: (usize, usize),
+    hour: i64,
+    minute: i64,
+    second: i64,
+    start: usize,
+    end: usize,
+}
+
+/// `form` matched at `start` of `s`.
+fn match_form(s: &[u8], start: usize, form: &[Tok]) -> Option<Found> {
+    let mut found = Found { start, ..Found::default() };
+    let mut j = start;
+    for &tok in form {
+        let at = s.get(j).copied();
+        let run = |keep: fn(u8) -> bool| s.get(j..).map_or(0, |r| r.iter().take_while(|&&b| keep(b)).count());
+        j += match tok {
+            Tok::Is(b) => (at == Some(b)).then_some(1)?,
+            Tok::Ws => at.is_some_and(is_space).then_some(1)?,
+            Tok::NotNewline => at.is_some_and(|b| b != b'\n').then_some(1)?,
+            Tok::NotWs => at.is_some_and(|b| !is_space(b)).then_some(1)?,
+            Tok::Spaces => Some(run(|b| b == b' ')).filter(|&n| n > 0)?,
+            Tok::NotWsRun => Some(run(|b| !is_space(b))).filter(|&n| n > 0)?,
+            Tok::Month => {
+                found.month = month_at(s, j)?;
+                3
             }
-        }
+            Tok::Digits(num, lo, hi) => {
+                let n = digits(s, j);
+                if n < lo || n > hi {
+                    return None;
+                }
+                let value = || s.get(j..j + n).map_or(0, number);
+                match num {
+                    Num::Skip => {}
+                    Num::Day => found.day = value(),
+                    Num::Year => found.year = (j, j + n),
+                    Num::Hour => found.hour = value(),
+                    Num::Minute => found.minute = value(),
+                    Num::Second => found.second = value(),
+                }
+                n
+            }
+        };
     }
-    None
+    found.end = j;
+    Some(found)
 }
 
-/// ` (\d+) (Mon) (\d{4}) ` (`four`) or ` (\d+) (Mon) (\d{2,3}) ` at `i`.
-fn day_first(s: &[u8], i: usize, four: bool) -> Option<DateParts> {
-    let d = digits(s, i + 1);
-    if d == 0 || s.get(i + 1 + d) != Some(&b' ') {
-        return None;
-    }
-    let day = number(s.get(i + 1..i + 1 + d)?);
-    let month = month_at(s, i + 2 + d)?;
-    if s.get(i + 5 + d) != Some(&b' ') {
-        return None;
-    }
-    let ys = i + 6 + d;
-    let y = digits(s, ys);
-    let ok = if four { y == 4 } else { (2..=3).contains(&y) };
-    if !ok || s.get(ys + y) != Some(&b' ') {
-        return None;
-    }
-    Some((day, month, (ys, ys + y), (i, ys + y + 1)))
-}
-
-/// ` (Mon) +(\d+) \d+:\d+:\d+ (\d{4}) ` at `i`.
-fn month_first(s: &[u8], i: usize) -> Option<DateParts> {
-    let month = month_at(s, i + 1)?;
-    let mut j = i + 4;
-    let spaces = s.get(j..)?.iter().take_while(|&&b| b == b' ').count();
-    if spaces == 0 {
-        return None;
-    }
-    j += spaces;
-    let d = digits(s, j);
-    if d == 0 || s.get(j + d) != Some(&b' ') {
-        return None;
-    }
-    let day = number(s.get(j..j + d)?);
-    j += d + 1;
-    for sep in [b':', b':', b' '] {
-        let n = digits(s, j);
-        if n == 0 || s.get(j + n) != Some(&sep) {
-            return None;
-        }
-        j += n + 1;
-    }
-    if digits(s, j) != 4 || s.get(j + 4) != Some(&b' ') {
-        return None;
-    }
-    Some((day, month, (j, j + 4), (i, j + 5)))
+/// The leftmost match in `s` of any of `forms`, the earlier one first at a position
+/// (a regex alternation). The forms of a set start with the same token (a test checks),
+/// which picks the positions worth trying.
+fn find_any(s: &[u8], forms: &[&[Tok]]) -> Option<Found> {
+    let lead = forms.first().and_then(|form| form.first()).copied();
+    let may_start = |b: u8| match lead {
+        Some(Tok::Is(c)) => b == c,
+        Some(Tok::Ws) => is_space(b),
+        _ => true,
+    };
+    let mut starts = s.iter().enumerate().filter(|&(_, &b)| may_start(b));
+    starts.find_map(|(i, _)| forms.iter().find_map(|form| match_form(s, i, form)))
 }
 
 /// Days from 1970-01-01 to the given civil date (proleptic Gregorian).
@@ -240,49 +304,17 @@ fn days_from_civil(y: i64, m: u32, d: i64) -> i64 {
 /// SpamAssassin's `parse_rfc822_date`: seconds since the epoch, or `None`.
 pub fn parse_rfc822_date(date: &[u8]) -> Option<i64> {
     let mut sq = Squeezed::new(date);
-    let (day, month, (ya, yb), (ca, cb)) = find_date(sq.text())?;
-    let ytext = sq.text().get(ya..yb)?;
+    // The forms are tried one after the other, each over the whole string.
+    let date = DATE_FORMS.iter().find_map(|form| find_any(sq.text(), &[form]))?;
+    let ytext = sq.text().get(date.year.0..date.year.1)?;
     let mut year = number(ytext);
     if ytext.len() == 2 && year < 50 {
         year += 2000;
     } else if ytext.len() != 4 {
         year += 1900;
     }
-    sq.cut(ca, cb);
-    // hh:mm(:ss)?
-    let (mut hh, mut mm, mut ss) = (0i64, 0i64, 0i64);
-    {
-        let s = sq.text();
-        let mut hit = None;
-        let mut i = 0;
-        while i < s.len() {
-            if s.get(i) == Some(&b' ') {
-                let h = digits(s, i + 1);
-                if (1..=2).contains(&h) && s.get(i + 1 + h) == Some(&b':') && digits(s, i + 2 + h) >= 2 {
-                    let m_at = i + 2 + h;
-                    let mut end = m_at + 2;
-                    let mut sec = 0;
-                    if s.get(end) == Some(&b':') && digits(s, end + 1) >= 2 && s.get(end + 3) == Some(&b' ') {
-                        sec = number(s.get(end + 1..end + 3)?);
-                        end += 3;
-                    }
-                    if s.get(end) == Some(&b' ') {
-                        hit = Some((number(s.get(i + 1..i + 1 + h)?), number(s.get(m_at..m_at + 2)?), sec, i, end + 1));
-                    }
-                }
-            }
-            if hit.is_some() {
-                break;
-            }
-            i += 1;
-        }
-        if let Some((h, m, sec, a, b)) = hit {
-            hh = h;
-            mm = m;
-            ss = sec;
-            sq.cut(a, b);
-        }
-    }
+    sq.cut(date.start, date.end);
+    let clock = find_any(sq.text(), &TIME_FORMS).inspect(|t| sq.cut(t.start, t.end)).unwrap_or_default();
     // Time zone: " [-+]dddd " first, else the first \b[A-Z]{2,4}(-DST)?\b if known.
     let mut tz_minutes: i32 = 0;
     {
@@ -303,11 +335,8 @@ pub fn parse_rfc822_date(date: &[u8]) -> Option<i64> {
             }
         }
     }
-    ss = ss.min(59);
-    mm = mm.min(59);
-    hh = hh.min(23);
-    let mut day = day;
-    let mut month = month;
+    let (hh, mm, ss) = (clock.hour.min(23), clock.minute.min(59), clock.second.min(59));
+    let (mut day, mut month) = (date.day, date.month);
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let max_day = match month {
         4 | 6 | 9 | 11 => 30,
@@ -367,60 +396,7 @@ fn zone_name(s: &[u8]) -> Option<&[u8]> {
 /// `\s.?\d+ \S\S\S \d+ \d+:\d+:\d+ \S+` in `line`: the date SpamAssassin takes from a
 /// Received line (the text of group 1, leading white space included).
 pub fn received_date(line: &[u8]) -> Option<&[u8]> {
-    let ns = |b: &u8| !is_space(*b);
-    for start in 0..line.len() {
-        if !line.get(start).is_some_and(|&b| is_space(b)) {
-            continue;
-        }
-        // `.?` then `\d+`: try with and without the optional character.
-        for skip in [1usize, 0] {
-            let mut j = start + 1 + skip;
-            if skip == 1 && line.get(start + 1).is_none_or(|&b| b == b'\n') {
-                continue;
-            }
-            let d = digits(line, j);
-            if d == 0 {
-                continue;
-            }
-            j += d;
-            if line.get(j) != Some(&b' ')
-                || !line.get(j + 1..j + 4).is_some_and(|w| w.iter().all(ns))
-                || line.get(j + 4) != Some(&b' ')
-            {
-                continue;
-            }
-            j += 5;
-            let y = digits(line, j);
-            if y == 0 || line.get(j + y) != Some(&b' ') {
-                continue;
-            }
-            j += y + 1;
-            let mut ok = true;
-            for k in 0..3 {
-                let n = digits(line, j);
-                if n == 0 {
-                    ok = false;
-                    break;
-                }
-                j += n;
-                let sep = if k < 2 { b':' } else { b' ' };
-                if line.get(j) != Some(&sep) {
-                    ok = false;
-                    break;
-                }
-                j += 1;
-            }
-            if !ok {
-                continue;
-            }
-            let tz = line.get(j..).map_or(0, |r| r.iter().take_while(|b| ns(b)).count());
-            if tz == 0 {
-                continue;
-            }
-            return line.get(start..j + tz);
-        }
-    }
-    None
+    find_any(line, &RECEIVED_FORMS).and_then(|f| line.get(f.start..f.end))
 }
 
 #[cfg(test)]
@@ -453,9 +429,26 @@ mod tests {
     }
 
     #[test]
+    fn forms_of_a_set_start_alike() {
+        for set in [&TIME_FORMS[..], &RECEIVED_FORMS[..]] {
+            assert!(set.iter().all(|form| !form.is_empty() && form.first() == set[0].first()), "{set:?}");
+        }
+    }
+
+    #[test]
     fn received_dates() {
-        let line = b"from x by y id 1; Thu, 22 Aug 2002 13:14:15 -0700 (PDT)";
-        assert_eq!(received_date(line), Some(&b" 22 Aug 2002 13:14:15 -0700"[..]));
-        assert_eq!(received_date(b"from x by y"), None);
+        // As Perl's m/(\s.?\d+ \S\S\S \d+ \d+:\d+:\d+ \S+)/ gives $1.
+        let cases: &[(&[u8], Option<&[u8]>)] = &[
+            (b"from x by y id 1; Thu, 22 Aug 2002 13:14:15 -0700 (PDT)", Some(b" 22 Aug 2002 13:14:15 -0700")),
+            (b"from x by y", None),
+            (b"from x by y; (22 Aug 2002 13:14:15 -0700)", Some(b" (22 Aug 2002 13:14:15 -0700)")),
+            (b"by y\t22 Aug 2002 1:2:3 GMT", Some(b"\t22 Aug 2002 1:2:3 GMT")),
+            (b"by y;\n22 Aug 2002 13:14:15 PDT", Some(b"\n22 Aug 2002 13:14:15 PDT")),
+            (b"by y 22 Aug 2002 13:14 PDT", None),
+            (b"id 123 Aug 2002 13:14:15 x; 9 Sep 2003 01:02:03 +0000", Some(b" 123 Aug 2002 13:14:15 x;")),
+        ];
+        for &(line, want) in cases {
+            assert_eq!(received_date(line), want, "{line:?}");
+        }
     }
 }

@@ -950,7 +950,7 @@ received_patterns! {
     Envfrom = true r"(?:return-path:? |envelope-(?:sender|from)[ =])(\S+)\b" if "return-path|envelope-";
     Squirrel = false r" \((?:SquirrelMail|NaSMail) authenticated user " if "authenticated user ";
     SquirrelIp = false r"((?&IP))\b(?![.-]).{10,80}by (\S+) with HTTP";
-    AolWebmail = false r"((?&IP)) by (\S+) \((?&IP)\) with HTTP \(WebMailUI\)";
+    AolWebmail = false r"((?&IP)) by (\S+) \((?&IP)\) with HTTP \(WebMailUI\)" if "with HTTP (WebMailUI)";
     Smtpsvc = false r"^(\S*) \(\[((?&IP))\][^\)]{0,40}\) by (\S+) with Microsoft SMTPSVC";
     SmtpsvcPickup = false r"^mail pickup service by (\S+) with Microsoft SMTPSVC$";
     MsSmtpServer = false r" with (?:Microsoft SMTP Server|mapi id) (?:\([^\)]+\) )?\d+\.\d+\.\d+\.\d+(?:$| )" if " with Microsoft SMTP Server | with mapi id ";
@@ -1124,7 +1124,7 @@ impl LineCx<'_> {
         self.base = range.0 as usize;
         if let Some(needles) = NEEDLES.get(p as usize).filter(|n| !n.is_empty()) {
             let icase = RECEIVED_PATTERNS.get(p as usize).is_some_and(|&(_, i)| i);
-            if !needles.split('|').any(|n| contains(text, n.as_bytes(), icase)) {
+            if !needles.as_bytes().split(|&b| b == b'|').any(|n| contains(text, n, icase)) {
                 return false;
             }
         }
@@ -1137,11 +1137,6 @@ impl LineCx<'_> {
             Some((a, b)) => Rg((self.base + a) as u32, (self.base + b) as u32),
             None => Rg(0, 0),
         }
-    }
-
-    /// Whether group `k` of the last match took part.
-    fn defined(&self, k: usize) -> bool {
-        self.search.group(k).is_some()
     }
 
     fn text(&self, r: Rg) -> &[u8] {
@@ -1183,6 +1178,389 @@ impl LineCx<'_> {
         if self.m(P::SubIdent, rest) {
             f.set(F::Ident, self.g(1));
         }
+    }
+}
+
+/// What must hold before a format's pattern is tried (the rest of SpamAssassin's `if`).
+#[derive(Clone, Copy)]
+enum Guard {
+    Always,
+    /// A test on the line's text (`has!` for "contains").
+    Text(fn(&[u8]) -> bool),
+    /// This pattern matches the line too.
+    Pat(P),
+    /// This pattern does not match the line.
+    NotPat(P),
+}
+
+/// The guard "the line contains this text"; a function per text, so each search is
+/// compiled for its text (this runs on every line).
+macro_rules! has {
+    ($text:literal) => {
+        Guard::Text(|line| super::re::find_bytes(line, $text).is_some())
+    };
+}
+
+/// What a matched format says of the receiving MTA's reverse-DNS lookup.
+#[derive(Clone, Copy)]
+enum Dns {
+    Unchanged,
+    Looked,
+    NotLooked,
+}
+
+/// What a matched format does once its groups are taken.
+#[derive(Clone, Copy)]
+enum Then {
+    /// The relay is complete.
+    Enough,
+    /// The relay is complete, with this field empty.
+    EnoughWithout(F),
+    /// SpamAssassin skips the line.
+    Skip,
+    /// The later formats are tried too.
+    More,
+    /// The relay is complete if an IP is known; else the later formats are tried.
+    EnoughWithIp,
+    /// A mail fetcher's line: the chain restarts after it.
+    Restart,
+    /// qmail-scanner's line: skipped, its envelope sender kept for the next relay.
+    QmailScanner,
+    /// Exim's `helo=` and `ident=` are read from this group.
+    EximSub(usize),
+    /// The ident is this group without a trailing `@`.
+    IdentNoAt(usize),
+    /// `rdns` `unknown` means none.
+    UnknownRdns,
+    /// XMail: the id and envelope sender come from later patterns.
+    XMail,
+    /// Sendmail: an `IDENT:x@` or `x@` prefix of `rdns` is the ident.
+    SendmailIdent,
+    /// Hotmail: an IP starting the line is the relay's.
+    HotmailIp,
+    /// qmail: the groups come from the first of [`QMAIL_FORMATS`] that matches.
+    Qmail,
+    /// Sendmail's `softdnserr` in place of the `rdns`: no lookup.
+    SendmailLoose,
+    /// Obtuse Smtpd: a lookup was made unless `rdns` is `UNKNOWN`.
+    Obtuse,
+}
+
+/// One of SpamAssassin's Received formats: when `guard` holds and `pat` matches, the
+/// groups in `take` fill their fields, then `then` says what follows.
+struct Format {
+    guard: Guard,
+    pat: P,
+    dns: Dns,
+    take: &'static [(F, usize)],
+    then: Then,
+}
+
+impl Format {
+    const fn new(pat: P, take: &'static [(F, usize)]) -> Format {
+        Format { guard: Guard::Always, pat, dns: Dns::Unchanged, take, then: Then::Enough }
+    }
+
+    const fn when(self, guard: Guard) -> Format {
+        Format { guard, ..self }
+    }
+
+    const fn looked(self) -> Format {
+        Format { dns: Dns::Looked, ..self }
+    }
+
+    const fn then(self, then: Then) -> Format {
+        Format { then, ..self }
+    }
+
+    const fn skip(pat: P) -> Format {
+        Format::new(pat, &[]).then(Then::Skip)
+    }
+}
+
+/// The groups most formats take.
+const HELO_IP_BY: &[(F, usize)] = &[(F::Helo, 1), (F::Ip, 2), (F::By, 3)];
+const IP_BY: &[(F, usize)] = &[(F::Ip, 1), (F::By, 2)];
+const HELO_RDNS_IP_BY: &[(F, usize)] = &[(F::Helo, 1), (F::Rdns, 2), (F::Ip, 3), (F::By, 4)];
+const RDNS_HELO_IP_BY: &[(F, usize)] = &[(F::Rdns, 1), (F::Helo, 2), (F::Ip, 3), (F::By, 4)];
+
+/// The formats after `from ` tried first.
+const EARLY_FORMATS: &[Format] = &[
+    Format::new(P::SquirrelIp, IP_BY).when(Guard::Pat(P::Squirrel)),
+    Format::new(P::AolWebmail, IP_BY).when(has!(b"aol.com")),
+];
+
+/// SpamAssassin's per-MTA branches, tried next: only the first whose guard holds is tried.
+const MTA_FORMATS: &[(Guard, &[Format])] = {
+    use F::*;
+    &[
+        (has!(b" SMTPSVC"), &[Format::new(P::Smtpsvc, HELO_IP_BY), Format::skip(P::SmtpsvcPickup)]),
+        (Guard::Pat(P::MsSmtpServer), &[Format::new(P::MsSmtpServerFrom, HELO_IP_BY).then(Then::EnoughWithout(Id))]),
+        (has!(b"[XMail "), &[Format::new(P::XMail, HELO_IP_BY).then(Then::XMail)]),
+        (
+            Guard::Pat(P::Ecelerity),
+            &[Format::new(P::EcelerityHelo, &[(Ip, 1), (Helo, 2), (By, 3)]), Format::new(P::EcelerityPlain, IP_BY)],
+        ),
+        (
+            has!(b"Exim"),
+            &[
+                Format::skip(P::EximLocal),
+                Format::new(P::EximBracket, &[(Ip, 1), (By, 3)]).then(Then::EximSub(2)),
+                Format::new(P::EximRdns, &[(Rdns, 1), (Ip, 2), (By, 4), (Helo, 1)]).then(Then::EximSub(3)),
+                Format::new(P::EximPlain, &[(Rdns, 1), (Ip, 2), (Helo, 1), (By, 4)]),
+                Format::new(P::EximFirst, &[(Rdns, 1)]).then(Then::More),
+                Format::new(P::EximParen, &[(Helo, 1)]).then(Then::More),
+                Format::new(P::EximIp, &[(Ip, 1)]).then(Then::More),
+                Format::new(P::EximBy, &[(By, 1)]).then(Then::EnoughWithIp),
+            ],
+        ),
+        (
+            has!(b" (Postfix) with"),
+            &[
+                Format::new(P::Postfix1, HELO_RDNS_IP_BY).looked().then(Then::UnknownRdns),
+                Format::new(P::Postfix2, HELO_RDNS_IP_BY).looked().then(Then::UnknownRdns),
+            ],
+        ),
+        (has!(b"(Scalix SMTP Relay"), &[Format::new(P::Scalix, HELO_IP_BY)]),
+        (has!(b" (Lotus Domino "), &[Format { dns: Dns::NotLooked, ..Format::new(P::Domino, HELO_IP_BY) }]),
+    ]
+};
+
+/// The formats after `from ` tried last, in SpamAssassin's order.
+const FORMATS: &[Format] = {
+    use F::*;
+    &[
+        Format::new(P::HttpNumeric, IP_BY).when(Guard::Pat(P::WithHttp)),
+        Format::new(P::Sendmail, HELO_RDNS_IP_BY).when(Guard::NotPat(P::QmailLdap)).looked().then(Then::SendmailIdent),
+        Format::new(P::ExchangeImc, &[(Rdns, 2), (Ip, 3), (Helo, 1), (By, 4)]).looked(),
+        Format::new(P::HeloEqBy, &[(Rdns, 1), (Ip, 2), (Helo, 3), (By, 4)]),
+        Format::new(P::UnknownDomain, HELO_IP_BY),
+        Format::new(P::AttbiRdns, HELO_RDNS_IP_BY).looked(),
+        Format::new(P::IdentAtIp, &[(Helo, 1), (Ip, 3), (By, 4), (Ident, 2)]).looked(),
+        Format::new(P::HotmailBy, &[(By, 1)]).then(Then::HotmailIp),
+        Format::new(P::Qpsmtpd, RDNS_HELO_IP_BY),
+        Format::new(P::Lmtp, RDNS_HELO_IP_BY),
+        Format::new(P::GmxHelo, RDNS_HELO_IP_BY),
+        Format::new(P::AolSmtpd, HELO_IP_BY),
+        Format::new(P::Qmail, &[]).then(Then::Qmail),
+        Format::new(P::YahooHttp, IP_BY).when(Guard::Text(|line| line.ends_with(b" via HTTP"))),
+        Format::new(P::SpaceBracket, &[(Ip, 2), (By, 3)]),
+        Format::new(P::ParenRdns, HELO_IP_BY),
+        Format::new(P::BracketBy, IP_BY),
+        Format::new(P::ParenIpBy, IP_BY),
+        Format::new(P::MDaemon1, HELO_IP_BY).looked(),
+        Format::new(P::MDaemon2, HELO_IP_BY),
+        Format::new(P::SendmailNoRdns, HELO_IP_BY).looked(),
+        Format::new(P::SendmailLoose, &[(Helo, 1), (Ip, 3), (By, 4)]).then(Then::SendmailLoose),
+        Format::new(P::IpWithPort, HELO_IP_BY).looked(),
+        Format::new(P::SendmailAuthBits, HELO_RDNS_IP_BY).looked(),
+        Format::new(P::Fetcher, &[]).then(Then::Restart),
+        Format::new(P::QmailHelo, &[(Rdns, 1), (Helo, 2), (Ip, 4), (By, 5)]).looked().then(Then::IdentNoAt(3)),
+        Format::new(P::QmailPlain, &[(Rdns, 1), (Helo, 1), (Ip, 3), (By, 4)]).looked().then(Then::IdentNoAt(2)),
+        Format::new(P::HttpFor, IP_BY).when(has!(b" with http for ")),
+        Format::new(P::Smap, &[(Rdns, 1), (Ip, 2), (By, 3)]).when(has!(b" via smap ")).looked(),
+        Format::new(P::SmapHelo, &[(Rdns, 1), (Ip, 2), (Helo, 3), (By, 4)]).looked(),
+        Format::new(P::PostOffice, IP_BY).when(has!(b" (Post")),
+        Format::new(P::ArGoSoft, IP_BY).when(has!(b" (ArGoSoft")),
+        Format::new(P::InterScan, IP_BY),
+        Format::skip(P::Bsmtp).when(has!(b" with BSMTP")),
+        Format::new(P::RdnsWith, HELO_RDNS_IP_BY).looked(),
+        // Group 3 (the ident) is optional; unset, it leaves the ident empty.
+        Format::new(P::YahooIdent, &[(Rdns, 1), (Helo, 2), (Ip, 4), (By, 5), (Ident, 3)]).looked(),
+        Format::new(P::CommunigateAccount, &[(Ip, 1), (Helo, 2), (By, 3)]),
+        Format::new(P::CommunigateVerified, &[(Rdns, 1), (Helo, 1), (Ip, 2), (By, 3)])
+            .when(has!(b" (CommuniGate Pro"))
+            .looked(),
+        Format::new(P::CiphertrustParen, IP_BY),
+        Format::new(P::NonDigitIp, HELO_IP_BY),
+        Format::skip(P::ContentTech),
+        Format::new(P::TwoBrackets, &[(Helo, 1), (Ip, 2), (By, 4)]),
+        Format::new(P::IpByWith, IP_BY),
+        Format::new(P::RdnsNoSpace, HELO_RDNS_IP_BY).looked(),
+        Format::new(P::FSecure, &[(Ip, 1), (Helo, 2), (By, 3)]),
+        Format::new(P::IpHelo, &[(Ip, 1), (Helo, 2), (By, 3)]),
+        Format::new(P::HeloBracketBy, HELO_IP_BY),
+        Format::new(P::Csmap, &[(Rdns, 1), (Ip, 2), (By, 3)]),
+        Format::new(P::MailGate, IP_BY),
+        Format::new(P::Unverified, HELO_IP_BY),
+        Format::new(P::Proxying, IP_BY),
+        Format::new(P::BracketSub, &[(Ip, 1), (By, 3)]).then(Then::EximSub(2)),
+        Format::new(P::IdentOptional, &[(Rdns, 1), (Ip, 2), (By, 3)]),
+        Format::new(P::Obtuse, &[(Rdns, 1), (Ip, 2), (Helo, 3), (By, 4)]).then(Then::Obtuse),
+        Format::new(P::YahooLogin, &[(Helo, 1), (Ip, 3), (By, 4)]),
+        Format::new(P::Synthetic, &[(Ip, 1)]).then(Then::EnoughWithout(By)),
+        // Lines SpamAssassin ignores.
+        Format::skip(P::IgnLocalIdent),
+        Format::skip(P::IgnLocalEsmtp),
+        Format::skip(P::IgnAvg),
+        Format::skip(P::IgnUid),
+        Format::skip(P::IgnAddrBy),
+        Format::skip(P::IgnUnknownLocal),
+        Format::skip(P::IgnLocalhostPair),
+        Format::skip(P::IgnLocalParen),
+        Format::skip(P::IgnLocalBracket),
+        Format::skip(P::IgnAuth),
+        Format::skip(P::IgnUnix),
+        Format::skip(P::IgnAmazon),
+        Format::skip(P::IgnGroupwise),
+        Format::skip(P::IgnRaptor),
+        Format::new(P::QmailScanner, &[]).then(Then::QmailScanner),
+        Format::skip(P::IgnWithLocal),
+        Format::skip(P::IgnCyrus),
+        Format::skip(P::IgnNoIp),
+        Format::skip(P::IgnWithBy),
+        Format::skip(P::IgnSendgrid),
+        Format::skip(P::IgnOpenSmtpd),
+        Format::skip(P::IgnLsmtp),
+        Format::skip(P::IgnMailEnable),
+        Format::skip(P::IgnFacebook),
+        Format::skip(P::IgnGmailApi),
+        Format::skip(P::IgnIdOnly),
+        Format::skip(P::IgnJetsend),
+    ]
+};
+
+/// qmail's sub-formats, the first that matches giving the groups.
+const QMAIL_FORMATS: &[Format] = {
+    use F::*;
+    &[
+        Format::new(P::Qmail1, &[(Rdns, 1), (Helo, 2), (Ident, 3), (Ip, 4), (By, 6)]),
+        Format::new(P::Qmail2, &[(Rdns, 1), (Helo, 2), (Ip, 3), (By, 5)]),
+        Format::new(P::Qmail3, &[(Helo, 1), (Rdns, 1), (Ident, 2), (Ip, 3), (By, 5)]),
+        Format::new(P::Qmail4, &[(Helo, 1), (Rdns, 1), (Ip, 2), (By, 4)]),
+    ]
+};
+
+impl LineCx<'_> {
+    #[inline]
+    fn holds(&mut self, guard: Guard, r: Rg) -> bool {
+        match guard {
+            Guard::Always => true,
+            Guard::Text(test) => test(self.text(r)),
+            Guard::Pat(p) => self.m(p, r),
+            Guard::NotPat(p) => !self.m(p, r),
+        }
+    }
+
+    /// The formats after `from ` (SpamAssassin's main branch).
+    fn after_from(&mut self, r: Rg, f: &mut Fields, state: &mut ChainState) -> Next {
+        if self.m(P::Envfrom, r) {
+            f.set(F::Envfrom, self.g(1));
+            f.has_envfrom = true;
+        }
+        if let Some(next) = self.first_format(EARLY_FORMATS, r, f, state) {
+            return next;
+        }
+        if let Some((_, formats)) = MTA_FORMATS.iter().find(|(guard, _)| self.holds(*guard, r)) {
+            if let Some(next) = self.first_format(formats, r, f, state) {
+                return next;
+            }
+        }
+        if let Some(next) = self.first_format(FORMATS, r, f, state) {
+            return next;
+        }
+        if f.get(F::Helo).is_empty() && self.m(P::GuessHelo, r) {
+            f.set(F::Helo, self.g(1));
+        }
+        Next::Continue
+    }
+
+    /// Tries `formats` in order on `r`: how the parse ends, or `None` to go on.
+    fn first_format(&mut self, formats: &[Format], r: Rg, f: &mut Fields, state: &mut ChainState) -> Option<Next> {
+        for format in formats {
+            if !self.holds(format.guard, r) || !self.m(format.pat, r) {
+                continue;
+            }
+            match format.dns {
+                Dns::Unchanged => {}
+                Dns::Looked => f.looked_up_dns = true,
+                Dns::NotLooked => f.looked_up_dns = false,
+            }
+            for &(field, group) in format.take {
+                f.set(field, self.g(group));
+            }
+            match format.then {
+                Then::Enough => {}
+                Then::EnoughWithout(field) => f.set(field, Rg(0, 0)),
+                Then::Skip => return Some(Next::Skip),
+                Then::More => continue,
+                Then::EnoughWithIp if f.get(F::Ip).is_empty() => continue,
+                Then::EnoughWithIp => {}
+                Then::Restart => {
+                    state.restart = true;
+                    return Some(Next::Skip);
+                }
+                Then::QmailScanner => {
+                    // The envelope sender this note carries belongs to the next relay
+                    // (cleaned when it is stored).
+                    let env = f.get(F::Envfrom);
+                    state.qmail_scanner_env_from = f.has_envfrom.then_some(env);
+                    return Some(Next::Skip);
+                }
+                Then::EximSub(group) => {
+                    let sub = self.g(group);
+                    self.exim_sub(sub, f);
+                }
+                Then::IdentNoAt(group) => {
+                    let ident = self.g(group);
+                    f.set(F::Ident, strip_at(self.text(ident), ident));
+                }
+                Then::UnknownRdns => {
+                    if self.text(f.get(F::Rdns)) == b"unknown" {
+                        f.set(F::Rdns, Rg(0, 0));
+                    }
+                }
+                Then::XMail => {
+                    if self.m(P::XMailId, r) {
+                        f.set(F::Id, self.g(1));
+                    }
+                    if self.m(P::XMailFrom, r) {
+                        f.set(F::Envfrom, self.g(1));
+                        f.has_envfrom = true;
+                    }
+                }
+                Then::SendmailIdent => {
+                    for p in [P::IdentPrefix, P::AtPrefix] {
+                        let rdns = f.get(F::Rdns);
+                        if self.m(p, rdns) {
+                            let (whole, ident) = (self.g(0), self.g(1));
+                            f.set(F::Ident, ident);
+                            f.set(F::Rdns, Rg(whole.1, rdns.1));
+                        }
+                    }
+                }
+                Then::HotmailIp => {
+                    if self.m(P::LeadingIp, r) {
+                        f.set(F::Ip, self.g(1));
+                    }
+                }
+                Then::Qmail => {
+                    // QMAIL_FORMATS end the parse, so this goes one level deep.
+                    self.first_format(QMAIL_FORMATS, r, f, state);
+                    if self.text(f.get(F::Rdns)) != b"unknown" {
+                        f.looked_up_dns = true;
+                    } else {
+                        f.set(F::Rdns, Rg(0, 0));
+                    }
+                }
+                Then::SendmailLoose => {
+                    let rdns = self.g(2);
+                    if self.text(rdns) == b"softdnserr" {
+                        f.looked_up_dns = false;
+                    } else {
+                        f.looked_up_dns = true;
+                        f.set(F::Rdns, rdns);
+                    }
+                }
+                Then::Obtuse => {
+                    if self.text(self.g(1)) != b"UNKNOWN" {
+                        f.looked_up_dns = true;
+                    }
+                }
+            }
+            return Some(Next::Enough);
+        }
+        None
     }
 }
 
@@ -1265,7 +1643,7 @@ impl ReceivedParser {
         };
         let rest = Rg(line.0 + prefix, line.1);
         let next = match branch {
-            Branch::From => self.after_from(&mut cx, rest, &mut f, state),
+            Branch::From => cx.after_from(rest, &mut f, state),
             Branch::Simta if cx.m(P::Simta, rest) => {
                 f.looked_up_dns = true;
                 f.set(F::Helo, cx.g(1));
@@ -1335,426 +1713,6 @@ impl ReceivedParser {
             return;
         };
         f.set(F::Auth, auth);
-    }
-
-    /// The formats after `from ` (SpamAssassin's main branch).
-    fn after_from(&self, cx: &mut LineCx<'_>, r: Rg, f: &mut Fields, state: &mut ChainState) -> Next {
-        if cx.m(P::Envfrom, r) {
-            f.set(F::Envfrom, cx.g(1));
-            f.has_envfrom = true;
-        }
-        macro_rules! take {
-            ($($field:ident = $g:expr),*) => {{ $( f.set(F::$field, cx.g($g)); )* }};
-        }
-        if cx.m(P::Squirrel, r) && cx.m(P::SquirrelIp, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.contains(r, b"aol.com") && cx.contains(r, b"with HTTP (WebMailUI)") && cx.m(P::AolWebmail, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.contains(r, b" SMTPSVC") {
-            if cx.m(P::Smtpsvc, r) {
-                take!(Helo = 1, Ip = 2, By = 3);
-                return Next::Enough;
-            }
-            if cx.m(P::SmtpsvcPickup, r) {
-                return Next::Skip;
-            }
-        } else if cx.m(P::MsSmtpServer, r) {
-            if cx.m(P::MsSmtpServerFrom, r) {
-                take!(Helo = 1, Ip = 2, By = 3);
-                f.set(F::Id, Rg(0, 0));
-                return Next::Enough;
-            }
-        } else if cx.contains(r, b"[XMail ") {
-            if cx.m(P::XMail, r) {
-                take!(Helo = 1, Ip = 2, By = 3);
-                if cx.m(P::XMailId, r) {
-                    take!(Id = 1);
-                }
-                if cx.m(P::XMailFrom, r) {
-                    take!(Envfrom = 1);
-                    f.has_envfrom = true;
-                }
-                return Next::Enough;
-            }
-        } else if cx.m(P::Ecelerity, r) {
-            if cx.m(P::EcelerityHelo, r) {
-                take!(Ip = 1, Helo = 2, By = 3);
-                return Next::Enough;
-            }
-            if cx.m(P::EcelerityPlain, r) {
-                take!(Ip = 1, By = 2);
-                return Next::Enough;
-            }
-        } else if cx.contains(r, b"Exim") {
-            if cx.m(P::EximLocal, r) {
-                return Next::Skip;
-            }
-            if cx.m(P::EximBracket, r) {
-                take!(Ip = 1, By = 3);
-                let sub = cx.g(2);
-                cx.exim_sub(sub, f);
-                return Next::Enough;
-            }
-            if cx.m(P::EximRdns, r) {
-                take!(Rdns = 1, Ip = 2, By = 4, Helo = 1);
-                let sub = cx.g(3);
-                cx.exim_sub(sub, f);
-                return Next::Enough;
-            }
-            if cx.m(P::EximPlain, r) {
-                take!(Rdns = 1, Ip = 2, Helo = 1, By = 4);
-                return Next::Enough;
-            }
-            if cx.m(P::EximFirst, r) {
-                take!(Rdns = 1);
-            }
-            if cx.m(P::EximParen, r) {
-                take!(Helo = 1);
-            }
-            if cx.m(P::EximIp, r) {
-                take!(Ip = 1);
-            }
-            if cx.m(P::EximBy, r) {
-                take!(By = 1);
-                if !f.get(F::Ip).is_empty() {
-                    return Next::Enough;
-                }
-            }
-        } else if cx.contains(r, b" (Postfix) with") {
-            for p in [P::Postfix1, P::Postfix2] {
-                if cx.m(p, r) {
-                    f.looked_up_dns = true;
-                    take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-                    if cx.text(f.get(F::Rdns)) == b"unknown" {
-                        f.set(F::Rdns, Rg(0, 0));
-                    }
-                    return Next::Enough;
-                }
-            }
-        } else if cx.contains(r, b"(Scalix SMTP Relay") {
-            if cx.m(P::Scalix, r) {
-                take!(Helo = 1, Ip = 2, By = 3);
-                return Next::Enough;
-            }
-        } else if cx.contains(r, b" (Lotus Domino ") && cx.m(P::Domino, r) {
-            f.looked_up_dns = false;
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::WithHttp, r) && cx.m(P::HttpNumeric, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if !cx.m(P::QmailLdap, r) && cx.m(P::Sendmail, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-            for p in [P::IdentPrefix, P::AtPrefix] {
-                let rdns = f.get(F::Rdns);
-                if cx.m(p, rdns) {
-                    let (whole, ident) = (cx.g(0), cx.g(1));
-                    f.set(F::Ident, ident);
-                    f.set(F::Rdns, Rg(whole.1, rdns.1));
-                }
-            }
-            return Next::Enough;
-        }
-        if cx.m(P::ExchangeImc, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 2, Ip = 3, Helo = 1, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::HeloEqBy, r) {
-            take!(Rdns = 1, Ip = 2, Helo = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::UnknownDomain, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::AttbiRdns, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::IdentAtIp, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Ip = 3, By = 4, Ident = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::HotmailBy, r) {
-            take!(By = 1);
-            if cx.m(P::LeadingIp, r) {
-                take!(Ip = 1);
-            }
-            return Next::Enough;
-        }
-        for p in [P::Qpsmtpd, P::Lmtp, P::GmxHelo] {
-            if cx.m(p, r) {
-                take!(Rdns = 1, Helo = 2, Ip = 3, By = 4);
-                return Next::Enough;
-            }
-        }
-        if cx.m(P::AolSmtpd, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::Qmail, r) {
-            if cx.m(P::Qmail1, r) {
-                take!(Rdns = 1, Helo = 2, Ident = 3, Ip = 4, By = 6);
-            } else if cx.m(P::Qmail2, r) {
-                take!(Rdns = 1, Helo = 2, Ip = 3, By = 5);
-            } else if cx.m(P::Qmail3, r) {
-                take!(Helo = 1, Rdns = 1, Ident = 2, Ip = 3, By = 5);
-            } else if cx.m(P::Qmail4, r) {
-                take!(Helo = 1, Rdns = 1, Ip = 2, By = 4);
-            }
-            if cx.text(f.get(F::Rdns)) != b"unknown" {
-                f.looked_up_dns = true;
-            } else {
-                f.set(F::Rdns, Rg(0, 0));
-            }
-            return Next::Enough;
-        }
-        if cx.text(r).ends_with(b" via HTTP") && cx.m(P::YahooHttp, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::SpaceBracket, r) {
-            take!(Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::ParenRdns, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::BracketBy, r) || cx.m(P::ParenIpBy, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::MDaemon1, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::MDaemon2, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::SendmailNoRdns, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::SendmailLoose, r) {
-            if cx.text(cx.g(2)) == b"softdnserr" {
-                f.looked_up_dns = false;
-            } else {
-                f.looked_up_dns = true;
-                take!(Rdns = 2);
-            }
-            take!(Helo = 1, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::IpWithPort, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::SendmailAuthBits, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::Fetcher, r) {
-            state.restart = true;
-            return Next::Skip;
-        }
-        if cx.m(P::QmailHelo, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Helo = 2, Ip = 4, By = 5);
-            let ident = cx.g(3);
-            f.set(F::Ident, strip_at(cx.text(ident), ident));
-            return Next::Enough;
-        }
-        if cx.m(P::QmailPlain, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Helo = 1, Ip = 3, By = 4);
-            let ident = cx.g(2);
-            f.set(F::Ident, strip_at(cx.text(ident), ident));
-            return Next::Enough;
-        }
-        if cx.contains(r, b" with http for ") && cx.m(P::HttpFor, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.contains(r, b" via smap ") && cx.m(P::Smap, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::SmapHelo, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Ip = 2, Helo = 3, By = 4);
-            return Next::Enough;
-        }
-        if (cx.contains(r, b" (Post") && cx.m(P::PostOffice, r))
-            || (cx.contains(r, b" (ArGoSoft") && cx.m(P::ArGoSoft, r))
-        {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::InterScan, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.contains(r, b" with BSMTP") && cx.m(P::Bsmtp, r) {
-            return Next::Skip;
-        }
-        if cx.m(P::RdnsWith, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::YahooIdent, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Helo = 2, Ip = 4, By = 5);
-            if cx.defined(3) {
-                take!(Ident = 3);
-            }
-            return Next::Enough;
-        }
-        if cx.m(P::CommunigateAccount, r) {
-            take!(Ip = 1, Helo = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.contains(r, b" (CommuniGate Pro") && cx.m(P::CommunigateVerified, r) {
-            f.looked_up_dns = true;
-            take!(Rdns = 1, Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::CiphertrustParen, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::NonDigitIp, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::ContentTech, r) {
-            return Next::Skip;
-        }
-        if cx.m(P::TwoBrackets, r) {
-            take!(Helo = 1, Ip = 2, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::IpByWith, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::RdnsNoSpace, r) {
-            f.looked_up_dns = true;
-            take!(Helo = 1, Rdns = 2, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::FSecure, r) || cx.m(P::IpHelo, r) {
-            take!(Ip = 1, Helo = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::HeloBracketBy, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::Csmap, r) {
-            take!(Rdns = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::MailGate, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::Unverified, r) {
-            take!(Helo = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::Proxying, r) {
-            take!(Ip = 1, By = 2);
-            return Next::Enough;
-        }
-        if cx.m(P::BracketSub, r) {
-            take!(Ip = 1, By = 3);
-            let sub = cx.g(2);
-            cx.exim_sub(sub, f);
-            return Next::Enough;
-        }
-        if cx.m(P::IdentOptional, r) {
-            take!(Rdns = 1, Ip = 2, By = 3);
-            return Next::Enough;
-        }
-        if cx.m(P::Obtuse, r) {
-            take!(Rdns = 1, Ip = 2, Helo = 3, By = 4);
-            if cx.text(cx.g(1)) != b"UNKNOWN" {
-                f.looked_up_dns = true;
-            }
-            return Next::Enough;
-        }
-        if cx.m(P::YahooLogin, r) {
-            take!(Helo = 1, Ip = 3, By = 4);
-            return Next::Enough;
-        }
-        if cx.m(P::Synthetic, r) {
-            take!(Ip = 1);
-            f.set(F::By, Rg(0, 0));
-            return Next::Enough;
-        }
-        const IGNORED: [P; 21] = [
-            P::IgnLocalIdent,
-            P::IgnLocalEsmtp,
-            P::IgnAvg,
-            P::IgnUid,
-            P::IgnAddrBy,
-            P::IgnUnknownLocal,
-            P::IgnLocalhostPair,
-            P::IgnLocalParen,
-            P::IgnLocalBracket,
-            P::IgnAuth,
-            P::IgnUnix,
-            P::IgnAmazon,
-            P::IgnGroupwise,
-            P::IgnRaptor,
-            P::QmailScanner,
-            P::IgnWithLocal,
-            P::IgnCyrus,
-            P::IgnNoIp,
-            P::IgnWithBy,
-            P::IgnSendgrid,
-            P::IgnOpenSmtpd,
-        ];
-        for p in IGNORED {
-            if cx.m(p, r) {
-                if matches!(p, P::QmailScanner) {
-                    // The envelope sender this note carries belongs to the next relay.
-                    // (cleaned when it is stored)
-                    let env = f.get(F::Envfrom);
-                    state.qmail_scanner_env_from = f.has_envfrom.then_some(env);
-                }
-                return Next::Skip;
-            }
-        }
-        const IGNORED_LATE: [P; 6] =
-            [P::IgnLsmtp, P::IgnMailEnable, P::IgnFacebook, P::IgnGmailApi, P::IgnIdOnly, P::IgnJetsend];
-        for p in IGNORED_LATE {
-            if cx.m(p, r) {
-                return Next::Skip;
-            }
-        }
-        if f.get(F::Helo).is_empty() && cx.m(P::GuessHelo, r) {
-            take!(Helo = 1);
-        }
-        Next::Continue
     }
 }
 
@@ -1856,6 +1814,25 @@ mod tests {
             ("from a.b.c (HELO a.b.c) (ident@[1.2.3.4]) (envelope-sender <bounce@b.c>) by q.r.s (qmail-ldap-1.03) with SMTP for <x@y.z>; 12 Feb 2003 18:23:19 -0000", "[ ip=1.2.3.4 rdns=a.b.c helo=a.b.c by=q.r.s ident=ident envfrom=bounce@b.c intl=0 id= auth= msa=0 ]", "", "bounce@b.c", 0),
             ("from e (e.f [198.51.100.3]) by g.h (8.12/8.12) with ESMTP id k; Mon, 1 Jan 2007 00:00:00 +0000 (envelope-from <env@f.g>)", "[ ip=198.51.100.3 rdns=e.f helo=e by=g.h ident= envfrom=env@f.g intl=0 id= auth= msa=0 ]", "", "env@f.g", 0),
             ("from mx.google.com (mx.google.com [2001:db8::1]) by mail.q.net (Postfix) with ESMTPS id 123ABC for <a@q.net>; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=2001:db8::1 rdns=mx.google.com helo=mx.google.com by=mail.q.net ident= envfrom= intl=0 id=123ABC auth= msa=0 ]", "", "UNDEF", 0),
+            // One line per MTA format and follow-up step.
+            ("from mail.example.com ([192.0.2.40]:1234) by mx.example.com with [XMail 1.22 ESMTP Server] id <S1> for <a@b.c> from <x@y.z>; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.40 rdns= helo=mail.example.com by=mx.example.com ident= envfrom=x@y.z intl=0 id=S1 auth= msa=0 ]", "", "x@y.z", 0),
+            ("from ([192.0.2.41:3456] helo=mail.example.com) by mx.example.com (ecelerity 2.2.2.41 r(31179/31189)) with ESMTP id 1A/2B; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.41 rdns= helo=mail.example.com by=mx.example.com ident= envfrom= intl=0 id=1A/2B auth= msa=0 ]", "", "UNDEF", 0),
+            ("from mail.example.com ([192.0.2.42:3456]) by mx.example.com (ecelerity 2.2.2.41 r(31179/31189)) with ESMTP id 1A/2B; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.42 rdns= helo= by=mx.example.com ident= envfrom= intl=0 id=1A/2B auth= msa=0 ]", "", "UNDEF", 0),
+            ("from mail.example.com (192.0.2.43) by mx.example.com (10.0.0.1) with mapi id 14.01.0339.000; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.43 rdns= helo=mail.example.com by=mx.example.com ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from mail pickup service by hotmail.com with Microsoft SMTPSVC; Tue, 16 Mar 2004 18:12:31 -0800 || from mail.example.com ([192.0.2.44]) by mx.example.com with Microsoft SMTPSVC(6.0.3790.0); Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.44 rdns= helo=mail.example.com by=mx.example.com ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from host.example.com ([192.0.2.45]) by mx.example.com (Lotus Domino Release 5.0.8) with ESMTP id 2007010100; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.45 rdns= helo=host.example.com by=mx.example.com ident= envfrom= intl=0 id=2007010100 auth= msa=0 ]", "", "UNDEF", 0),
+            ("from host ( 192.0.2.46) by mx (Scalix SMTP Relay 10.0.1.3) via ESMTP; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.46 rdns= helo=host by=mx ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from helo.example.com (unknown[192.0.2.18]) by mx.example.com (Postfix) with ESMTP id ABC; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.18 rdns= helo=helo.example.com by=mx.example.com ident= envfrom= intl=0 id=ABC auth= msa=0 ]", "", "UNDEF", 0),
+            ("from helo.example.com (IDENT:joe@rdns.example.com [192.0.2.25]) by mx.example.com (8.12/8.12) with ESMTP id x1; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.25 rdns=rdns.example.com helo=helo.example.com by=mx.example.com ident=joe envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from helo.example.com (softdnserr [192.0.2.34]) by mx.example.com id 123; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.34 rdns= helo=helo.example.com by=mx.example.com ident= envfrom= intl=0 id=123 auth= msa=0 ]", "", "UNDEF", 0),
+            ("from UNKNOWN(192.0.2.35), claiming to be \"helo.example.com\" via SMTP by mx.example.com, id smtpdAAA; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.35 rdns= helo=helo.example.com by=mx.example.com ident= envfrom= intl=0 id=smtpdAAA auth= msa=0 ]", "", "UNDEF", 0),
+            ("from rdns.example.com (HELO helo.example.com) (joe@192.0.2.47) by mx.example.com with QSMTP; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.47 rdns=rdns.example.com helo=helo.example.com by=mx.example.com ident=joe envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from [192.0.2.48] (helo=laptop ident=bob) by relay.example.org with esmtp id 1ABC; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.48 rdns= helo=laptop by=relay.example.org ident=bob envfrom= intl=0 id=1ABC auth= msa=0 ]", "", "UNDEF", 0),
+            ("from mail.example.com (foo) [192.0.2.50] by mx.example.com with smtp (Exim 3.35 #1) id 1ABC; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.50 rdns=mail.example.com helo=foo by=mx.example.com ident= envfrom= intl=0 id=1ABC auth= msa=0 ]", "", "UNDEF", 0),
+            ("from 192.0.2.51 by blazing.example.org (envelope-from <bounce@example.com>, uid 502) with qmail-scanner-1.24 (clamdscan: 0.80/594.); 06 Feb 2005 21:11:38 -0000 || from mail.example.com (mail.example.com [192.0.2.52]) by blazing.example.org (8.12/8.12) with ESMTP id x2; Sun, 06 Feb 2005 21:11:37 -0000", "[ ip=192.0.2.52 rdns=mail.example.com helo=mail.example.com by=blazing.example.org ident= envfrom=bounce@example.com intl=0 id= auth= msa=0 ]", "", "bounce@example.com", 0),
+            ("from web.aol.com ([205.188.1.1]) by rly.aol.com via smtpd (for mx.example.com) with SMTP(x); Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=205.188.1.1 rdns= helo=web.aol.com by=rly.aol.com ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from host.example.com [(192.0.2.13)] by mx.example.com (192.0.2.14) id 5; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.13 rdns= helo=host.example.com by=mx.example.com ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
+            ("from helo (rdns[192.0.2.33]) by mx.example.com id 5; Mon, 1 Jan 2007 00:00:00 +0000", "[ ip=192.0.2.33 rdns=rdns helo=helo by=mx.example.com ident= envfrom= intl=0 id= auth= msa=0 ]", "", "UNDEF", 0),
         ];
         let data = data();
         let mut bufs = MessageBuffers::new(Limits::default());
