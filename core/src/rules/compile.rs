@@ -1245,7 +1245,8 @@ impl RuleSet {
     pub fn fits_dense(translated: &str, lines: bool) -> Result<bool, String> {
         let hir = parse_hir(translated)?;
         let hir = if lines { line_local(&hir, 0) } else { hir };
-        let prefilter = prefix_needles(&hir).as_deref().and_then(fast_prefilter);
+        let mut prefilters = Prefilters::default();
+        let prefilter = prefix_needles(&hir, &mut prefilters).as_deref().and_then(|p| prefilters.fast(p));
         let nfa = build_nfa(&hir).map_err(|e| e.to_string())?;
         Ok(build_dense(&nfa, prefilter).is_some())
     }
