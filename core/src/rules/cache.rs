@@ -193,8 +193,7 @@ impl DfaCache {
             return Err(CacheError::Truncated);
         }
         for _ in 0..count {
-            let mut key: Key = [0; 16];
-            key.copy_from_slice(r.take(16)?);
+            let key = r.key()?;
             let dfa = match r.u32()? {
                 0 => None,
                 _ => {
@@ -223,8 +222,7 @@ impl DfaCache {
         }
         let mut backtracks = BTreeMap::new();
         for _ in 0..count {
-            let mut key: Key = [0; 16];
-            key.copy_from_slice(r.take(16)?);
+            let key = r.key()?;
             let len = r.u32()? as usize;
             backtracks.insert(key, r.take(len)?.to_vec());
         }
@@ -584,6 +582,12 @@ impl<'a> Reader<'a> {
             items.push(self.take(len)?.to_vec());
         }
         Ok(Some(items))
+    }
+
+    fn key(&mut self) -> Result<Key, CacheError> {
+        let mut key: Key = [0; 16];
+        key.copy_from_slice(self.take(16)?);
+        Ok(key)
     }
 
     fn u32(&mut self) -> Result<u32, CacheError> {
