@@ -49,10 +49,10 @@ fn main() {
     let compile_time = started.elapsed();
     // The daemon's --compile-cache: a second compile takes the dense DFAs from the first.
     let mut cache = sift_core::rules::cache::DfaCache::new();
-    let _ = RuleSet::compile_cached(&config, &mut cache);
+    let _ = RuleSet::compile_cached(&config, &mut cache, &siftd_common::load::run_on_all_cores);
     let cache = sift_core::rules::cache::DfaCache::from_bytes(&cache.to_bytes());
     let started = Instant::now();
-    let warm_time = cache.ok().and_then(|mut c| RuleSet::compile_cached(&config, &mut c).ok()).map(|_| started.elapsed());
+    let warm_time = cache.ok().and_then(|mut c| RuleSet::compile_cached(&config, &mut c, &siftd_common::load::run_on_all_cores).ok()).map(|_| started.elapsed());
 
     let mut bufs = MessageBuffers::new(Limits::default());
     let mut rendered = 0usize;

@@ -3,9 +3,12 @@
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use sift_core::rules::cf::{self, Includer, Parser};
-use sift_core::rules::cache::{DfaCache, Preparation};
+use sift_core::rules::cache::DfaCache;
+use sift_core::rules::jobs::Job;
 use sift_core::rules::{CompileError, Config, RuleSet, DEFAULT_RULES};
 
 /// Where rules come from: SpamAssassin's "default rules dir" and "site rules dir".
@@ -133,7 +136,7 @@ pub fn load_rules_cached(sources: &RuleSources, cache_path: &Path) -> Result<(Ru
     });
     let config = config?;
     let (mut cache, mut problem) = read;
-    let rules = RuleSet::compile_cached(&config, &mut cache).map_err(LoadError::Compile)?;
+    let rules = RuleSet::compile_cached(&config, &mut cache, &run_on_all_cores).map_err(LoadError::Compile)?;
     if cache.misses() > 0 {
         let tmp = cache_path.with_extension("tmp");
         if let Err(e) = fs::write(&tmp, cache.to_bytes()).and_then(|_| fs::rename(&tmp, cache_path)) {
@@ -153,20 +156,69 @@ fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
     };
     match DfaCache::from_image(Box::new(image)) {
         Ok(mut cache) => {
-            cache.prepare(run_on_all_cores);
+            cache.prepare(&run_on_all_cores);
             (cache, None)
         }
         Err(e) => (DfaCache::new(), Some(format!("{}: {e}; rebuilding it", path.display()))),
     }
 }
 
-/// Runs `work` spread over the cores this process may use.
-fn run_on_all_cores(work: &mut [Preparation<'_>]) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
-    let per_thread = work.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        for part in work.chunks_mut(per_thread) {
-            s.spawn(|| part.iter_mut().for_each(Preparation::run));
+/// Runs `jobs` spread over the cores this process may use, this thread among them: each
+/// thread takes the next job not yet taken, so long ones (first in a batch) balance.
+pub fn run_on_all_cores(jobs: &mut [Job<'_>]) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS).min(jobs.len());
+    if threads <= 1 {
+        jobs.iter_mut().for_each(Job::run);
+        return;
+    }
+    let queue: Vec<Mutex<&mut Job<'_>>> = jobs.iter_mut().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        while let Some(job) = queue.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Each job is taken by one thread only, so the lock is never contended.
+            if let Ok(mut job) = job.lock() {
+                job.run();
+            }
         }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sift_core::scan::Scratch;
+
+    #[test]
+    fn run_on_all_cores_table() {
+        // A cold and a warm compile through the threads scan as the plain compile does,
+        // and the warm one takes every automaton from the cache.
+        let rules = "body B /click here/\nbody L /foo(?=bar)/\nrawbody R /, foobar/\nuri U /example\\.com/\n\
+                     header H Subject =~ /viagra/i\nheader T eval:check_for_missing_to_header()\nmeta M B && H\n";
+        let config = cf::parse_str("t.cf", rules).expect("parse");
+        let plain = RuleSet::compile(&config).expect("compile");
+        let mut cache = DfaCache::new();
+        let cold = RuleSet::compile_cached(&config, &mut cache, &run_on_all_cores).expect("cold compile");
+        let built = cache.misses();
+        let mut cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
+        cache.prepare(&run_on_all_cores);
+        let warm = RuleSet::compile_cached(&config, &mut cache, &run_on_all_cores).expect("warm compile");
+        assert_eq!((cache.hits(), cache.misses()), (built, 0));
+        let cases: &[(&str, &[&str])] = &[
+            ("Subject: cheap viagra\r\n\r\nclick here, foobar\r\n", &["B", "H", "L", "M", "R", "T"]),
+            ("To: a@b.example\r\nSubject: hello\r\n\r\nsee http://example.com/\r\n", &["U"]),
+        ];
+        for (message, want) in cases {
+            for set in [&plain, &cold, &warm] {
+                let mut scratch = Scratch::new(set);
+                let got: Vec<&str> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| h.name).collect();
+                assert_eq!(&got, want, "{message}");
+            }
+        }
+    }
 }

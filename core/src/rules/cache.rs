@@ -16,6 +16,7 @@ use regex_automata::util::primitives::StateID;
 
 use super::backtrack::Backtrack;
 use super::compile::fast_prefilter;
+use super::jobs::{Job, Spread, Work};
 use super::literal::Required;
 
 /// First bytes of a cache image.
@@ -69,31 +70,49 @@ pub(crate) struct Cached {
     pub(crate) prefilter: Option<Prefilter>,
 }
 
-/// One entry's automata to rebuild from the image: work a caller of
-/// [`DfaCache::prepare`] may run on any thread.
-pub struct Preparation<'c> {
-    image: &'c [u8],
-    entry: &'c mut Entry,
+/// A backtracking compile kept in the cache.
+struct BacktrackEntry {
+    /// Its image (`Backtrack::write_image`).
+    image: Vec<u8>,
+    /// Read ahead of the compile by [`DfaCache::prepare`]; the inner `None`: it no longer reads.
+    ready: Option<Option<Backtrack>>,
 }
 
-impl Preparation<'_> {
-    /// Rebuilds this entry's automata.
-    pub fn run(&mut self) {
-        if self.entry.ready.is_none() {
-            self.entry.ready = Some(rebuild(self.image, self.entry));
+/// Rebuilding one entry's automata from the image, as a [`Job`]. Its prefilter is
+/// built by a job of its own, shared by the entries with the same needles.
+pub(crate) struct EntryWork<'a> {
+    image: &'a [u8],
+    dfa: &'a Option<Stored>,
+    nfa: &'a Option<Vec<u8>>,
+    required: &'a Option<Required>,
+    ready: &'a mut Option<Option<Cached>>,
+    /// Index of the prefilter's job in the batch.
+    prefilter_job: Option<usize>,
+}
+
+impl EntryWork<'_> {
+    pub(crate) fn run(&mut self) {
+        if self.ready.is_none() {
+            *self.ready = Some(rebuild_automata(self.image, self.dfa, self.nfa, self.required));
         }
     }
 }
 
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
-    let dfa = match &entry.dfa {
+    let mut cached = rebuild_automata(image, &entry.dfa, &entry.nfa, &entry.required)?;
+    cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
+    Some(cached)
+}
+
+/// An entry's DFA or NFA rebuilt, without its prefilter.
+fn rebuild_automata(image: &[u8], dfa: &Option<Stored>, nfa: &Option<Vec<u8>>, required: &Option<Required>) -> Option<Cached> {
+    let dfa = match dfa {
         None => None,
         Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
     };
-    let nfa = entry.nfa.as_deref().and_then(nfa_from_image);
-    let prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
-    Some(Cached { dfa, nfa, required: entry.required.clone(), prefilter })
+    let nfa = nfa.as_deref().and_then(nfa_from_image);
+    Some(Cached { dfa, nfa, required: required.clone(), prefilter: None })
 }
 
 /// Why a cache image was not read.
@@ -130,7 +149,7 @@ pub struct DfaCache {
     image: ImageBytes,
     entries: BTreeMap<Key, Entry>,
     /// Backtracking compiles (`Backtrack::write_image`), keyed by the Perl pattern.
-    backtracks: BTreeMap<Key, Vec<u8>>,
+    backtracks: BTreeMap<Key, BacktrackEntry>,
     /// Keys the latest compile asked for: only they are written back.
     used: BTreeMap<Key, ()>,
     hits: usize,
@@ -224,17 +243,49 @@ impl DfaCache {
         for _ in 0..count {
             let key = r.key()?;
             let len = r.u32()? as usize;
-            backtracks.insert(key, r.take(len)?.to_vec());
+            backtracks.insert(key, BacktrackEntry { image: r.take(len)?.to_vec(), ready: None });
         }
         Ok(DfaCache { image, entries, backtracks, ..DfaCache::default() })
     }
 
     /// Rebuilds every entry's automata ahead of a compile (which then only takes them),
-    /// handing the work to `run`: a caller with threads spreads it over the cores.
-    pub fn prepare(&mut self, run: impl FnOnce(&mut [Preparation<'_>])) {
+    /// as one batch of jobs for `spread`: a caller with threads spreads it over the cores.
+    /// Entries with the same prefilter needles share one prefilter.
+    pub fn prepare(&mut self, spread: Spread<'_>) {
         let image = (*self.image).as_ref();
-        let mut work: Vec<Preparation<'_>> = self.entries.values_mut().map(|entry| Preparation { image, entry }).collect();
-        run(&mut work);
+        let mut prefilters: Vec<Job<'_>> = Vec::new();
+        let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
+        let mut rest: Vec<Job<'_>> = Vec::new();
+        for Entry { dfa, nfa, required, prefix, ready } in self.entries.values_mut() {
+            let prefilter_job = prefix.as_deref().map(|needles| {
+                *sets.entry(needles).or_insert_with(|| {
+                    prefilters.push(Job(Work::Prefilter { needles, built: None }));
+                    prefilters.len() - 1
+                })
+            });
+            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, ready, prefilter_job })));
+        }
+        for BacktrackEntry { image, ready } in self.backtracks.values_mut() {
+            rest.push(Job(Work::Backtrack { image, ready }));
+        }
+        // The prefilters first: they take longest, and entries name them by index.
+        let mut jobs = prefilters;
+        jobs.append(&mut rest);
+        spread(&mut jobs);
+        let built: Vec<Option<Prefilter>> = jobs
+            .iter()
+            .map(|job| match &job.0 {
+                Work::Prefilter { built, .. } => built.clone(),
+                _ => None,
+            })
+            .collect();
+        for job in &mut jobs {
+            if let Work::Entry(work) = &mut job.0 {
+                if let (Some(i), Some(Some(cached))) = (work.prefilter_job, work.ready.as_mut()) {
+                    cached.prefilter = built.get(i).cloned().flatten();
+                }
+            }
+        }
     }
 
     /// The image of every entry the latest compile used or added, for the next start.
@@ -269,7 +320,8 @@ impl DfaCache {
                 }
             }
         }
-        let kept: Vec<(&Key, &Vec<u8>)> = self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).collect();
+        let kept: Vec<(&Key, &Vec<u8>)> =
+            self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, &e.image)).collect();
         out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
         for (key, image) in kept {
             out.extend_from_slice(key);
@@ -313,7 +365,11 @@ impl DfaCache {
 
     /// The backtracking compile cached for `key`, `None` when unknown or unreadable.
     pub(crate) fn get_backtrack(&mut self, key: &Key) -> Option<Backtrack> {
-        let found = Backtrack::read_image(self.backtracks.get(key)?)?;
+        let entry = self.backtracks.get_mut(key)?;
+        let found = match entry.ready.take() {
+            Some(ready) => ready?,
+            None => Backtrack::read_image(&entry.image)?,
+        };
         self.used.insert(*key, ());
         self.hits += 1;
         Some(found)
@@ -323,7 +379,7 @@ impl DfaCache {
     pub(crate) fn put_backtrack(&mut self, key: Key, compiled: &Backtrack) {
         let mut image = Vec::new();
         compiled.write_image(&mut image);
-        self.backtracks.insert(key, image);
+        self.backtracks.insert(key, BacktrackEntry { image, ready: None });
         self.used.insert(key, ());
         self.misses += 1;
     }
@@ -641,7 +697,7 @@ mod tests {
         for prepared in [false, true] {
             let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
             if prepared {
-                read.prepare(|work| work.iter_mut().rev().for_each(Preparation::run));
+                read.prepare(&|jobs: &mut [Job<'_>]| jobs.iter_mut().rev().for_each(Job::run));
                 assert!(read.entries.values().all(|e| e.ready.is_some()));
             }
             let a = read.get(&key(&[b"a"])).expect("entry a");
@@ -657,6 +713,36 @@ mod tests {
         let p = read.get_backtrack(&key(&[b"p"])).expect("backtrack p");
         assert_eq!(p.relaxed, backtrack.relaxed);
         assert!(read.get_backtrack(&key(&[b"a"])).is_none());
+    }
+
+    #[test]
+    fn prepare_shares_prefilters_table() {
+        let h = [b"h".to_vec()];
+        let x = [b"x".to_vec()];
+        // (entry, its prefix needles): a and b share theirs.
+        type Row<'a> = (&'a [u8], Option<&'a [Vec<u8>]>);
+        let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
+        let mut written = DfaCache::new();
+        for (name, needles) in entries {
+            written.put(key(&[name]), None, Some(&nfa("ab+c")), None, *needles);
+        }
+        let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
+        let seen = core::cell::RefCell::new((0, 0));
+        read.prepare(&|jobs: &mut [Job<'_>]| {
+            for job in jobs.iter_mut() {
+                let mut seen = seen.borrow_mut();
+                match job.0 {
+                    Work::Prefilter { .. } => seen.0 += 1,
+                    _ => seen.1 += 1,
+                }
+                job.run();
+            }
+        });
+        assert_eq!(seen.into_inner(), (2, entries.len()));
+        for (name, needles) in entries {
+            let got = read.get(&key(&[name])).expect("entry");
+            assert_eq!((got.prefilter.is_some(), got.nfa.is_some()), (needles.is_some(), true), "{name:?}");
+        }
     }
 
     fn nfa(pattern: &str) -> thompson::NFA {

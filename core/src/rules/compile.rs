@@ -20,6 +20,7 @@ use regex_syntax::hir::{
 use super::backtrack::{Backtrack, Program};
 use super::cache::{self, Cached, DfaCache};
 use super::eval::{EvalData, EvalError, EvalTest};
+use super::jobs::{run_here, Job, Spread, Work};
 use super::perl;
 use super::{
     literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
@@ -164,6 +165,8 @@ pub struct Disabled {
     pub rule_type: RuleType,
     /// Why.
     pub reason: DisabledReason,
+    /// Its index in the configuration.
+    rule: u32,
 }
 
 /// Counts of one rule type, for lint output.
@@ -614,7 +617,7 @@ fn default_score(def: &RuleDef) -> Score {
 
 /// Collects literals of one target into a prefilter.
 #[derive(Default)]
-struct LiteralTable {
+pub(crate) struct LiteralTable {
     literals: Vec<Vec<u8>>,
     ids: BTreeMap<Vec<u8>, usize>,
     users: Vec<Vec<u32>>,
@@ -663,7 +666,7 @@ impl LiteralTable {
         states.saturating_mul(classes.next_power_of_two()).saturating_mul(4)
     }
 
-    fn automaton(&self) -> Result<Option<AhoCorasick>, CompileError> {
+    pub(crate) fn automaton(&self) -> Result<Option<AhoCorasick>, CompileError> {
         if self.literals.is_empty() {
             return Ok(None);
         }
@@ -692,24 +695,26 @@ impl LiteralTable {
 impl RuleSet {
     /// Compiles `config` with score set 0 (no network tests, no Bayes), as sift runs.
     pub fn compile(config: &Config) -> Result<RuleSet, CompileError> {
-        RuleSet::build(config, Dense::Build)
+        RuleSet::build(config, Dense::Build, &run_here)
     }
 
     /// Compiles as [`RuleSet::compile`] does, taking the dense DFAs `cache` holds and
     /// adding those it lacks: a restart or reload with the same rules skips determinizing.
-    pub fn compile_cached(config: &Config, cache: &mut DfaCache) -> Result<RuleSet, CompileError> {
+    /// The prefilter tables and the eval tests' patterns are built as one batch of jobs
+    /// for `spread`, which may run them on several threads.
+    pub fn compile_cached(config: &Config, cache: &mut DfaCache, spread: Spread<'_>) -> Result<RuleSet, CompileError> {
         cache.start_compile();
-        RuleSet::build(config, Dense::Cached(cache))
+        RuleSet::build(config, Dense::Cached(cache), spread)
     }
 
     /// Compiles `config` as [`RuleSet::compile`] does but determinizes no dense DFA (every
     /// pattern is left to a lazy DFA): which rules run and why the others do not, in a
     /// fraction of the time, as `--lint` needs. Scans with it are correct but slower.
     pub fn check(config: &Config) -> Result<RuleSet, CompileError> {
-        RuleSet::build(config, Dense::Skip)
+        RuleSet::build(config, Dense::Skip, &run_here)
     }
 
-    fn build(config: &Config, mut dense: Dense<'_>) -> Result<RuleSet, CompileError> {
+    fn build(config: &Config, mut dense: Dense<'_>, spread: Spread<'_>) -> Result<RuleSet, CompileError> {
         let mut set = RuleSet {
             dense: !matches!(dense, Dense::Skip),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -727,7 +732,7 @@ impl RuleSet {
             metas: Vec::new(),
             meta_readers: MetaReaders::default(),
             evals: Vec::new(),
-            eval_data: EvalData::new(config),
+            eval_data: EvalData::default(),
             lazy_dfas: Vec::new(),
             programs: Vec::new(),
             max_literals: 0,
@@ -744,59 +749,54 @@ impl RuleSet {
         let mut tables: [LiteralTable; 4] = Default::default();
         let mut header_table = LiteralTable::default();
 
+        // Eval rules wait for the eval data, built alongside the prefilter tables.
+        let mut eval_rules = Vec::new();
         for (index, def) in config.rules.iter().enumerate() {
-            let rule = index as u32;
-            let rule_type = RuleType::of(&def.kind);
-            let score = def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def));
-            let max_hits = if def.tflags.multiple || def.tflags.maxhits.is_some() {
-                def.tflags.maxhits.unwrap_or(u32::MAX).max(1)
-            } else {
-                1
-            };
-            set.rules.push(RuleInfo {
-                name: def.name.clone(),
-                describe: def.describe.clone().unwrap_or_default(),
-                rule_type,
-                score,
-                scored: !def.name.starts_with("__") && score != Score::ZERO,
-                active: score != Score::ZERO,
-                max_hits,
-            });
-            set.summary.get_mut(rule_type).defined += 1;
-            let result = set.compile_rule(rule, def, &mut tables, &mut header_table, &mut dense);
-            match result {
-                Ok(()) => {
-                    let counts = set.summary.get_mut(rule_type);
-                    counts.compiled += 1;
-                    if score == Score::ZERO {
-                        counts.zero_score += 1;
-                    }
-                }
-                Err(reason) => {
-                    set.summary.get_mut(rule_type).disabled += 1;
-                    if let Some(r) = set.rules.last_mut() {
-                        r.active = false;
-                        r.scored = false;
-                    }
-                    set.disabled.push(Disabled { name: def.name.clone(), rule_type, reason });
-                }
+            set.add_info(def);
+            if matches!(def.kind, RuleKind::Eval { .. }) {
+                eval_rules.push(index);
+                continue;
+            }
+            let result = set.compile_rule(index as u32, def, &mut tables, &mut header_table, &mut dense);
+            set.note_result(index, result);
+        }
+
+        let [t_body, t_raw, t_full, t_uri] = tables;
+        let mut jobs = [
+            Job(Work::Evals { config, built: None }),
+            Job(Work::Table { table: &t_body, built: None }),
+            Job(Work::Table { table: &header_table, built: None }),
+            Job(Work::Table { table: &t_raw, built: None }),
+            Job(Work::Table { table: &t_uri, built: None }),
+            Job(Work::Table { table: &t_full, built: None }),
+        ];
+        spread(&mut jobs);
+        let [evals, body, header, raw, uri, full] = jobs;
+        set.eval_data = evals.into_evals();
+        let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
+        set.header_prefilter = header.into_table()?;
+        for index in eval_rules {
+            if let Some(def) = config.rules.get(index) {
+                let result = set.compile_rule(index as u32, def, &mut Default::default(), &mut header_table, &mut dense);
+                set.note_result(index, result);
             }
         }
         set.compile_metas(config);
 
-        let [t_body, t_raw, t_full, t_uri] = tables;
-        for (program, table) in [
+        for ((program, table), prefilter) in [
             (&mut set.body, t_body),
             (&mut set.rawbody, t_raw),
             (&mut set.full, t_full),
             (&mut set.uri, t_uri),
-        ] {
-            program.prefilter = table.automaton()?;
+        ]
+        .into_iter()
+        .zip(prefilters)
+        {
+            program.prefilter = prefilter;
             set.max_literals = set.max_literals.max(table.literals.len());
             set.max_patterns = set.max_patterns.max(program.patterns.len());
             program.literal_patterns = table.users;
         }
-        set.header_prefilter = header_table.automaton()?;
         set.header_literal_count = header_table.literals.len();
         set.max_literals = set.max_literals.max(header_table.literals.len());
         // Group header checks by target so each target text is assembled once.
@@ -804,7 +804,50 @@ impl RuleSet {
         // MIME header checks by name: a part's header finds its checks by binary search.
         set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
         set.prefilters = Prefilters::default();
+        // Lint lists them in the order the rule files define them.
+        set.disabled.sort_by_key(|d| d.rule);
         Ok(set)
+    }
+
+    /// Records what `def` is before it compiles: name, type, score, hit limit.
+    fn add_info(&mut self, def: &RuleDef) {
+        let rule_type = RuleType::of(&def.kind);
+        let score = def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def));
+        let max_hits = if def.tflags.multiple || def.tflags.maxhits.is_some() {
+            def.tflags.maxhits.unwrap_or(u32::MAX).max(1)
+        } else {
+            1
+        };
+        self.rules.push(RuleInfo {
+            name: def.name.clone(),
+            describe: def.describe.clone().unwrap_or_default(),
+            rule_type,
+            score,
+            scored: !def.name.starts_with("__") && score != Score::ZERO,
+            active: score != Score::ZERO,
+            max_hits,
+        });
+        self.summary.get_mut(rule_type).defined += 1;
+    }
+
+    /// Counts rule `index` as compiled, or disables it with its reason.
+    fn note_result(&mut self, index: usize, result: Result<(), DisabledReason>) {
+        let Some(info) = self.rules.get_mut(index) else { return };
+        let counts = &mut self.summary.counts[info.rule_type as usize];
+        match result {
+            Ok(()) => {
+                counts.compiled += 1;
+                if info.score == Score::ZERO {
+                    counts.zero_score += 1;
+                }
+            }
+            Err(reason) => {
+                counts.disabled += 1;
+                info.active = false;
+                info.scored = false;
+                self.disabled.push(Disabled { name: info.name.clone(), rule_type: info.rule_type, reason, rule: index as u32 });
+            }
+        }
     }
 
     fn compile_rule(
@@ -1052,7 +1095,7 @@ impl RuleSet {
         let counts = &mut self.summary.counts[r.rule_type as usize];
         counts.compiled = counts.compiled.saturating_sub(1);
         counts.disabled += 1;
-        self.disabled.push(Disabled { name: r.name.clone(), rule_type: r.rule_type, reason });
+        self.disabled.push(Disabled { name: r.name.clone(), rule_type: r.rule_type, reason, rule: index as u32 });
         self.metas.retain(|m| m.rule as usize != index);
     }
 
@@ -1256,6 +1299,7 @@ impl RuleSet {
 mod tests {
     use super::*;
     use crate::rules::cache::DfaCache;
+    use crate::rules::jobs::{run_here, Job, Spread};
     use crate::rules::cf::parse_str;
     use crate::scan::Scratch;
 
@@ -1317,6 +1361,29 @@ mod tests {
         assert_eq!(verdicts[0], verdicts[1]);
     }
 
+    #[test]
+    fn evals_and_disabled_order_table() {
+        // Eval rules compile after the others (their data is built alongside the
+        // prefilters), yet metas read them, and lint lists the disabled in file order.
+        let rules = "meta C1 C2\nheader E eval:check_nothing()\nheader T eval:check_for_missing_to_header()\n\
+                     body BAD /\\Gx/\nmeta M T && B\nbody B /click here/\nmeta C2 C1\nheader E2 eval:nope()\n";
+        let config = parse_str("t.cf", rules).expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        let disabled: Vec<&str> = set.disabled().iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(disabled, ["C1", "E", "BAD", "C2", "E2"]);
+        // (message, hits)
+        let cases: &[(&[u8], &[&str])] = &[
+            (b"Subject: x\r\n\r\nclick here\r\n", &["B", "M", "T"]),
+            (b"To: a@b.example\r\nSubject: x\r\n\r\nclick here\r\n", &["B"]),
+            (b"Subject: x\r\n\r\nnothing\r\n", &["T"]),
+        ];
+        let mut scratch = Scratch::new(&set);
+        for (message, want) in cases {
+            let got: Vec<&str> = set.scan(message, &mut scratch).hits().map(|h| h.name).collect();
+            assert_eq!(&got, want, "{}", String::from_utf8_lossy(message));
+        }
+    }
+
     /// A cached compile gives the same verdicts; a second one determinizes nothing, and
     /// an edited rule misses alone.
     #[test]
@@ -1332,18 +1399,26 @@ mod tests {
         };
         let config = parse_str("t.cf", rules).expect("parse");
         let plain = verdict(&RuleSet::compile(&config).expect("compile"));
-        let mut cache = DfaCache::new();
-        // (rules, image round trip first, hits, misses): five automata and L's program.
-        let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 6), (rules, true, 6, 0), (&edited, true, 5, 1)];
-        for &(text, reload, hits, misses) in cases {
-            if reload {
-                cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
-            }
-            let config = parse_str("t.cf", text).expect("parse");
-            let set = RuleSet::compile_cached(&config, &mut cache).expect("compile");
-            assert_eq!((cache.hits(), cache.misses()), (hits, misses), "{text}");
-            if text == rules {
-                assert_eq!(verdict(&set), plain);
+        // However a caller runs the batches of jobs (in order, backwards, or not at all,
+        // leaving the work to the compile), the outcome is the same.
+        let reversed = |jobs: &mut [Job<'_>]| jobs.iter_mut().rev().for_each(Job::run);
+        let skipped = |_: &mut [Job<'_>]| {};
+        let spreads: [Spread<'_>; 3] = [&run_here, &reversed, &skipped];
+        for (n, spread) in spreads.into_iter().enumerate() {
+            let mut cache = DfaCache::new();
+            // (rules, image round trip first, hits, misses): five automata and L's program.
+            let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 6), (rules, true, 6, 0), (&edited, true, 5, 1)];
+            for &(text, reload, hits, misses) in cases {
+                if reload {
+                    cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
+                    cache.prepare(spread);
+                }
+                let config = parse_str("t.cf", text).expect("parse");
+                let set = RuleSet::compile_cached(&config, &mut cache, spread).expect("compile");
+                assert_eq!((cache.hits(), cache.misses()), (hits, misses), "{n}: {text}");
+                if text == rules {
+                    assert_eq!(verdict(&set), plain, "{n}");
+                }
             }
         }
         assert_eq!(plain, ["B", "H", "L", "M"]);

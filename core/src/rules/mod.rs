@@ -16,6 +16,7 @@ pub mod backtrack;
 pub mod cache;
 pub mod cf;
 pub mod eval;
+pub mod jobs;
 pub mod perl;
 
 /// The default rule set written by this project, compiled into every binary.

@@ -26,9 +26,16 @@ pub struct FreemailData {
     bulk_envfrom: Regex,
 }
 
+/// No domains, and patterns that match nothing: a placeholder, cheap to make.
 impl Default for FreemailData {
     fn default() -> Self {
-        FreemailData::new(&EvalSettings::default(), &Patterns::new())
+        FreemailData {
+            domains: Vec::new(),
+            globs: Vec::new(),
+            welcomelist: Vec::new(),
+            default_welcomelist: super::re::never(),
+            bulk_envfrom: super::re::never(),
+        }
     }
 }
 

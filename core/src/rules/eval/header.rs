@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use super::dates::{parse_rfc822_date, received_date};
 use super::freemail::{body_freemails, FreemailData};
-use super::re::{is_space, is_word, Patterns, Regex, Search};
+use super::re::{is_space, is_word, never, Patterns, Regex, Search};
 use super::relays::{ReceivedParser, Relays};
 use super::wlbl::{self, addr_matches_rcvd, glob_match, in_list, welcomelist_rcvd, AddrSet, Registry};
 use super::{Args, EvalContext, EvalError};
@@ -334,9 +334,10 @@ pub struct HeaderPatterns {
     is_ip_private: Regex,
 }
 
+/// Patterns that match nothing: a placeholder, cheap to make.
 impl Default for HeaderPatterns {
     fn default() -> Self {
-        HeaderPatterns::new()
+        HeaderPatterns { fixed: Vec::new(), family: Patterns::default(), is_ip_private: never() }
     }
 }
 

@@ -150,6 +150,11 @@ impl Regex {
     }
 }
 
+/// The texts `(?&NAME)` calls.
+fn named_subpatterns() -> [(&'static str, String); 4] {
+    [("IP", ip_text()), ("IPV4", ipv4_text()), ("LOCALHOST", localhost_text()), ("PRIVATE", ip_private_text())]
+}
+
 /// `pattern` with each `(?&NAME)` replaced by its sub-pattern, as an atomic group,
 /// and each `$` outside a class by Perl's meaning without `/m`.
 fn expand(pattern: &str, named: &[(&str, String)]) -> Result<String, PatternError> {
@@ -268,21 +273,17 @@ pub struct Patterns {
     pub is_ipv4: Regex,
 }
 
+/// The sub-patterns, with fixed patterns that match nothing: a placeholder, cheap to make.
 impl Default for Patterns {
     fn default() -> Self {
-        Patterns::new()
+        Patterns { named: named_subpatterns(), ip_private: never(), is_ipv4: never() }
     }
 }
 
 impl Patterns {
     /// Compiles the IP-address family.
     pub fn new() -> Patterns {
-        let named = [
-            ("IP", ip_text()),
-            ("IPV4", ipv4_text()),
-            ("LOCALHOST", localhost_text()),
-            ("PRIVATE", ip_private_text()),
-        ];
+        let named = named_subpatterns();
         let fixed = |p: &str| Regex::with_subs(p, false, &named).unwrap_or_else(|_| never());
         let ip_private = fixed("^(?&PRIVATE)");
         let is_ipv4 = fixed("^(?&IPV4)$");

@@ -17,7 +17,7 @@
 use alloc::vec::Vec;
 
 use super::header::HeaderData;
-use super::re::{is_space, Patterns, Regex, Search};
+use super::re::{is_space, never, Patterns, Regex, Search};
 use crate::msg::{self, Message};
 use crate::rules::{NetList, NetRange};
 
@@ -903,9 +903,11 @@ pub struct IpPatterns {
     pub ip_search: Regex,
 }
 
+/// A parser whose patterns match nothing: a placeholder, cheap to make.
 impl Default for ReceivedParser {
     fn default() -> Self {
-        ReceivedParser::new()
+        let family = Patterns::default();
+        ReceivedParser { pats: Vec::new(), patterns: IpPatterns { family, ip_private: never(), ip_search: never() } }
     }
 }
 

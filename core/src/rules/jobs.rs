@@ -1,0 +1,95 @@
+//! Loading work any thread may run. Reading a compile cache and compiling hand their
+//! independent pieces (rebuilding cached automata, building prefilter tables and the
+//! eval tests' patterns) to the caller in batches: a caller with threads spreads each
+//! batch over its cores, one without runs it in place ([`run_here`]). Core itself never
+//! starts a thread.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use aho_corasick::AhoCorasick;
+use regex_automata::util::prefilter::Prefilter;
+
+use super::backtrack::Backtrack;
+use super::cache::EntryWork;
+use super::compile::{fast_prefilter, CompileError, LiteralTable};
+use super::eval::EvalData;
+use super::Config;
+
+/// One piece of loading work. Running it fills in its result; the cache or compile that
+/// made it takes the result once the whole batch has run.
+pub struct Job<'a>(pub(super) Work<'a>);
+
+/// The kinds of work, each with the slot its result goes to.
+pub(super) enum Work<'a> {
+    /// A cache entry's dense DFA or NFA, rebuilt from the image.
+    Entry(EntryWork<'a>),
+    /// A search prefilter over these needles (several cache entries may share it).
+    Prefilter { needles: &'a [Vec<u8>], built: Option<Prefilter> },
+    /// A backtracking program read from its image into its cache entry; the inner
+    /// `None`: it no longer reads.
+    Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
+    /// A target's Aho-Corasick prefilter.
+    Table { table: &'a LiteralTable, built: Option<Result<Option<AhoCorasick>, CompileError>> },
+    /// What the eval tests need from the configuration.
+    Evals { config: &'a Config, built: Option<Box<EvalData>> },
+}
+
+impl Job<'_> {
+    /// Does this piece of work; running it again does nothing.
+    pub fn run(&mut self) {
+        match &mut self.0 {
+            Work::Entry(work) => work.run(),
+            Work::Prefilter { needles, built } => {
+                if built.is_none() {
+                    *built = fast_prefilter(needles);
+                }
+            }
+            Work::Backtrack { image, ready } => {
+                if ready.is_none() {
+                    **ready = Some(Backtrack::read_image(image));
+                }
+            }
+            Work::Table { table, built } => {
+                if built.is_none() {
+                    *built = Some(table.automaton());
+                }
+            }
+            Work::Evals { config, built } => {
+                if built.is_none() {
+                    *built = Some(Box::new(EvalData::new(config)));
+                }
+            }
+        }
+    }
+
+}
+
+impl Job<'_> {
+    /// The eval data this job built (built here if the batch skipped it).
+    pub(super) fn into_evals(mut self) -> EvalData {
+        self.run();
+        match self.0 {
+            Work::Evals { built: Some(data), .. } => *data,
+            _ => EvalData::default(),
+        }
+    }
+
+    /// The prefilter table this job built (built here if the batch skipped it).
+    pub(super) fn into_table(mut self) -> Result<Option<AhoCorasick>, CompileError> {
+        self.run();
+        match self.0 {
+            Work::Table { built: Some(table), .. } => table,
+            _ => Ok(None),
+        }
+    }
+}
+
+/// How a caller runs a batch of jobs: every job has run when it returns. A batch comes
+/// with its longest jobs first, so taking them in order balances the threads.
+pub type Spread<'s> = &'s dyn Fn(&mut [Job<'_>]);
+
+/// Runs a batch of jobs one after another on this thread.
+pub fn run_here(jobs: &mut [Job<'_>]) {
+    jobs.iter_mut().for_each(Job::run);
+}
