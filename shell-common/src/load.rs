@@ -163,11 +163,14 @@ fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
     }
 }
 
-/// Runs `jobs` spread over the cores this process may use, this thread among them: each
-/// thread takes the next job not yet taken, so long ones (first in a batch) balance.
-pub fn run_on_all_cores(jobs: &mut [Job<'_>]) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS).min(jobs.len());
-    if threads <= 1 {
+/// Runs `jobs` spread over the cores this process may use, and `alongside` on this
+/// thread: each thread takes the next job not yet taken (this one once `alongside` is
+/// done), so long jobs, first in a batch, balance.
+pub fn run_on_all_cores(jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
+    let helpers = (cores - 1).min(jobs.len());
+    if helpers == 0 {
+        alongside();
         jobs.iter_mut().for_each(Job::run);
         return;
     }
@@ -182,9 +185,10 @@ pub fn run_on_all_cores(jobs: &mut [Job<'_>]) {
         }
     };
     std::thread::scope(|s| {
-        for _ in 1..threads {
+        for _ in 0..helpers {
             s.spawn(work);
         }
+        alongside();
         work();
     });
 }

@@ -271,7 +271,7 @@ impl DfaCache {
         // The prefilters first: they take longest, and entries name them by index.
         let mut jobs = prefilters;
         jobs.append(&mut rest);
-        spread(&mut jobs);
+        spread(&mut jobs, &mut || {});
         let built: Vec<Option<Prefilter>> = jobs
             .iter()
             .map(|job| match &job.0 {
@@ -697,7 +697,7 @@ mod tests {
         for prepared in [false, true] {
             let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
             if prepared {
-                read.prepare(&|jobs: &mut [Job<'_>]| jobs.iter_mut().rev().for_each(Job::run));
+                read.prepare(&|jobs: &mut [Job<'_>], _: &mut dyn FnMut()| jobs.iter_mut().rev().for_each(Job::run));
                 assert!(read.entries.values().all(|e| e.ready.is_some()));
             }
             let a = read.get(&key(&[b"a"])).expect("entry a");
@@ -728,7 +728,8 @@ mod tests {
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));
-        read.prepare(&|jobs: &mut [Job<'_>]| {
+        read.prepare(&|jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()| {
+            alongside();
             for job in jobs.iter_mut() {
                 let mut seen = seen.borrow_mut();
                 match job.0 {

@@ -20,6 +20,7 @@ use regex_syntax::hir::{
 use super::backtrack::{Backtrack, Program};
 use super::cache::{self, Cached, DfaCache};
 use super::eval::{EvalData, EvalError, EvalTest};
+use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::perl;
 use super::{
@@ -749,39 +750,41 @@ impl RuleSet {
         let mut tables: [LiteralTable; 4] = Default::default();
         let mut header_table = LiteralTable::default();
 
-        // Eval rules wait for the eval data, built alongside the prefilter tables.
-        let mut eval_rules = Vec::new();
-        for (index, def) in config.rules.iter().enumerate() {
-            set.add_info(def);
-            if matches!(def.kind, RuleKind::Eval { .. }) {
-                eval_rules.push(index);
-                continue;
+        // The eval tests' data is built while the other rules compile; eval rules wait for it.
+        let mut evals = [Job(Work::Evals { config, built: None })];
+        spread(&mut evals, &mut || {
+            for (index, def) in config.rules.iter().enumerate() {
+                set.add_info(def);
+                if !matches!(def.kind, RuleKind::Eval { .. }) {
+                    let result = set.compile_rule(index as u32, def, &mut tables, &mut header_table, &mut dense);
+                    set.note_result(index, result);
+                }
             }
-            let result = set.compile_rule(index as u32, def, &mut tables, &mut header_table, &mut dense);
-            set.note_result(index, result);
-        }
+        });
+        let [evals] = evals;
+        set.eval_data = evals.into_evals();
 
+        // The prefilter tables are built while the eval rules and the metas compile.
         let [t_body, t_raw, t_full, t_uri] = tables;
         let mut jobs = [
-            Job(Work::Evals { config, built: None }),
             Job(Work::Table { table: &t_body, built: None }),
             Job(Work::Table { table: &header_table, built: None }),
             Job(Work::Table { table: &t_raw, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
             Job(Work::Table { table: &t_full, built: None }),
         ];
-        spread(&mut jobs);
-        let [evals, body, header, raw, uri, full] = jobs;
-        set.eval_data = evals.into_evals();
+        spread(&mut jobs, &mut || {
+            for (index, def) in config.rules.iter().enumerate() {
+                if let RuleKind::Eval { on, function, args } = &def.kind {
+                    let result = set.compile_eval(index as u32, *on, function, args);
+                    set.note_result(index, result);
+                }
+            }
+            set.compile_metas(config);
+        });
+        let [body, header, raw, uri, full] = jobs;
         let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
         set.header_prefilter = header.into_table()?;
-        for index in eval_rules {
-            if let Some(def) = config.rules.get(index) {
-                let result = set.compile_rule(index as u32, def, &mut Default::default(), &mut header_table, &mut dense);
-                set.note_result(index, result);
-            }
-        }
-        set.compile_metas(config);
 
         for ((program, table), prefilter) in [
             (&mut set.body, t_body),
@@ -958,14 +961,17 @@ impl RuleSet {
                 Ok(())
             }
             RuleKind::Meta(_) => Ok(()),
-            RuleKind::Eval { on, function, args } => {
-                let test = EvalTest::parse(*on, function, args, &self.eval_data).map_err(DisabledReason::Eval)?;
-                if active {
-                    self.evals.push(EvalCheck { rule, test });
-                }
-                Ok(())
-            }
+            RuleKind::Eval { on, function, args } => self.compile_eval(rule, *on, function, args),
         }
+    }
+
+    /// Parses an eval rule's test; needs the eval data built.
+    fn compile_eval(&mut self, rule: u32, on: EvalOn, function: &str, args: &str) -> Result<(), DisabledReason> {
+        let test = EvalTest::parse(on, function, args, &self.eval_data).map_err(DisabledReason::Eval)?;
+        if self.rules.get(rule as usize).is_some_and(|r| r.active) {
+            self.evals.push(EvalCheck { rule, test });
+        }
+        Ok(())
     }
 
     /// Builds a rule's pattern: a DFA from its translation, or, for Perl features DFAs
@@ -1401,8 +1407,11 @@ mod tests {
         let plain = verdict(&RuleSet::compile(&config).expect("compile"));
         // However a caller runs the batches of jobs (in order, backwards, or not at all,
         // leaving the work to the compile), the outcome is the same.
-        let reversed = |jobs: &mut [Job<'_>]| jobs.iter_mut().rev().for_each(Job::run);
-        let skipped = |_: &mut [Job<'_>]| {};
+        let reversed = |jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()| {
+            jobs.iter_mut().rev().for_each(Job::run);
+            alongside();
+        };
+        let skipped = |_: &mut [Job<'_>], alongside: &mut dyn FnMut()| alongside();
         let spreads: [Spread<'_>; 3] = [&run_here, &reversed, &skipped];
         for (n, spread) in spreads.into_iter().enumerate() {
             let mut cache = DfaCache::new();

@@ -85,11 +85,14 @@ impl Job<'_> {
     }
 }
 
-/// How a caller runs a batch of jobs: every job has run when it returns. A batch comes
-/// with its longest jobs first, so taking them in order balances the threads.
-pub type Spread<'s> = &'s dyn Fn(&mut [Job<'_>]);
+/// How a caller runs a batch of jobs together with `alongside`, work of the loading
+/// thread itself that may borrow what the jobs do not: when it returns, every job has
+/// run and so has `alongside`. A batch comes with its longest jobs first, so taking them
+/// in order balances the threads.
+pub type Spread<'s> = &'s dyn Fn(&mut [Job<'_>], &mut dyn FnMut());
 
-/// Runs a batch of jobs one after another on this thread.
-pub fn run_here(jobs: &mut [Job<'_>]) {
+/// Runs `alongside`, then the jobs one after another, all on this thread.
+pub fn run_here(jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()) {
+    alongside();
     jobs.iter_mut().for_each(Job::run);
 }
