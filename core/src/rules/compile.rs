@@ -43,7 +43,7 @@ const BIG_NFA: usize = 1000;
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how lines are made local, the
 /// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
-const AUTOMATA_REVISION: u32 = 2;
+const AUTOMATA_REVISION: u32 = 3;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -459,7 +459,12 @@ fn build_matcher(
         Span::Whole => hir,
         Span::Lines => line_local(&hir, 0),
     };
-    let prefix = prefix_needles(&searched, prefilters);
+    // A line pattern behind prefilter literals runs only on the lines holding them: a
+    // prefix prefilter saves little there, and costs a build at every start.
+    let prefix = match (span, &required) {
+        (Span::Lines, Some(_)) => None,
+        _ => prefix_needles(&searched, prefilters),
+    };
     let prefilter = prefix.as_deref().and_then(|p| prefilters.fast(p));
     let nfa = build_nfa(&searched)?;
     let known_too_big = cached.is_some();
