@@ -560,6 +560,17 @@ impl Parser {
             rule.describe = self.describes.get(&rule.name).cloned();
             rule.tflags = self.tflags.get(&rule.name).copied().unwrap_or_default();
         }
+        // Lists of thousands of domains: repeats dropped once here, not searched per entry.
+        let ev = &mut self.config.eval;
+        for list in [
+            &mut ev.freemail_domains,
+            &mut ev.freemail_domain_globs,
+            &mut ev.util_rb_tld,
+            &mut ev.util_rb_2tld,
+            &mut ev.util_rb_3tld,
+        ] {
+            dedup_keep_first(list);
+        }
         let ignored = core::mem::take(&mut self.ignored);
         for (directive, Ignored { first, lines }) in ignored {
             let why = match directive.as_str() {
@@ -864,9 +875,7 @@ impl Parser {
                     let d = d.to_ascii_lowercase();
                     let list =
                         if d.contains(['*', '?']) { &mut ev.freemail_domain_globs } else { &mut ev.freemail_domains };
-                    if !list.contains(&d) {
-                        list.push(d);
-                    }
+                    list.push(d);
                 }
                 if bad.is_empty() {
                     Ok(())
@@ -900,12 +909,7 @@ impl Parser {
                     "util_rb_2tld" => &mut ev.util_rb_2tld,
                     _ => &mut ev.util_rb_3tld,
                 };
-                for d in words() {
-                    let d = d.to_ascii_lowercase();
-                    if !list.contains(&d) {
-                        list.push(d);
-                    }
-                }
+                list.extend(words().map(str::to_ascii_lowercase));
             }),
             "clear_util_rb" => no_value().map(|()| {
                 ev.util_rb_tld.clear();
@@ -2377,6 +2381,27 @@ fn operator(c: u8, next: Option<u8>) -> Option<&'static str> {
     })
 }
 
+/// Drops repeated entries of `list`, keeping the first of each where it is.
+fn dedup_keep_first(list: &mut Vec<String>) {
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    order.sort_by(|&a, &b| list.get(a).cmp(&list.get(b)).then(a.cmp(&b)));
+    let mut keep = alloc::vec![true; list.len()];
+    for pair in order.windows(2) {
+        if let [a, b] = *pair {
+            if list.get(a) == list.get(b) {
+                if let Some(k) = keep.get_mut(b) {
+                    *k = false;
+                }
+            }
+        }
+    }
+    let mut index = 0;
+    list.retain(|_| {
+        index += 1;
+        keep.get(index - 1).copied().unwrap_or(true)
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2627,6 +2652,21 @@ frobnicate now
     }
 
     #[test]
+    fn dedup_keep_first_table() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&[], &[]),
+            (&["com"], &["com"]),
+            (&["uk", "com", "uk", "net", "com", "uk"], &["uk", "com", "net"]),
+            (&["b", "a", "b", "a"], &["b", "a"]),
+        ];
+        for (input, want) in cases {
+            let mut list: Vec<String> = input.iter().map(|s| String::from(*s)).collect();
+            dedup_keep_first(&mut list);
+            assert_eq!(&list, want, "{input:?}");
+        }
+    }
+
+    #[test]
     fn eval_settings() {
         let text = "\
 trusted_networks 10.0.0.0/8 !192.168.1.1
@@ -2640,6 +2680,7 @@ envelope_sender_header X-Envelope-Sender
 freemail_domains Yahoo.com mail.*.ru bad_dom@ain
 freemail_whitelist friend@yahoo.com
 util_rb_tld com uk
+util_rb_tld UK
 util_rb_2tld co.uk
 whitelist_from *@Example.com friend@x.org
 unwelcomelist_from friend@x.org

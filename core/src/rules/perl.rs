@@ -319,7 +319,12 @@ fn push_byte(out: &mut String, b: u8) {
     } else if (0x20..0x7F).contains(&b) {
         out.push(c);
     } else {
-        let _ = write!(out, "\\x{b:02X}");
+        // By hand: `write!` costs more than the rest of a translation.
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        out.push_str("\\x");
+        for nibble in [b >> 4, b & 0xF] {
+            out.push(char::from(HEX.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+        }
     }
 }
 
