@@ -296,10 +296,11 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
             let _ = std::fs::remove_file(p);
         }
     }
+    // Logged before the pidfile goes: whoever waits for the pidfile then finds the line.
+    log.info("server stopped");
     if let Some(p) = &o.pidfile {
         let _ = std::fs::remove_file(p);
     }
-    log.info("server stopped");
     Ok(code)
 }
 

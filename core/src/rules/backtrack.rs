@@ -1600,6 +1600,46 @@ pub(crate) fn compile_captures(extended: &str) -> Result<Program, BacktrackError
     build(&hir, &groups, true)
 }
 
+/// Opens the placeholder of a spliced sub-pattern: `(?>`, these bytes, the sub-pattern's
+/// digit, `)` in Perl syntax. No real pattern holds them.
+pub(crate) const SUB_MARKER: &str = r"\x00\x01\x02";
+
+/// [`compile_captures`] for a pattern whose placeholder groups ([`SUB_MARKER`]) stand
+/// for `subs`, each parsed once by [`parse_sub`] and spliced in here: a sub-pattern that
+/// many patterns call is not parsed again for each.
+pub(crate) fn compile_captures_with(extended: &str, subs: &[Hir]) -> Result<Program, BacktrackError> {
+    let hir = splice(&parse(extended)?, subs);
+    let groups = Groups::of(&hir, true)?;
+    build(&hir, &groups, true)
+}
+
+/// A sub-pattern's backtracking translation, parsed for [`compile_captures_with`].
+pub(crate) fn parse_sub(extended: &str) -> Result<Hir, BacktrackError> {
+    parse(extended)
+}
+
+/// `hir` with each placeholder group's literal replaced by the sub-pattern it names.
+/// Recursion is bounded: the parser refused anything nested deeper than its limit.
+fn splice(hir: &Hir, subs: &[Hir]) -> Hir {
+    match hir.kind() {
+        HirKind::Capture(c) => {
+            let placeholder = match c.sub.kind() {
+                HirKind::Literal(lit) => match *lit.0 {
+                    [0, 1, 2, digit] => subs.get(usize::from(digit.wrapping_sub(b'0'))),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let sub = placeholder.cloned().unwrap_or_else(|| splice(&c.sub, subs));
+            Hir::capture(hir::Capture { index: c.index, name: c.name.clone(), sub: Box::new(sub) })
+        }
+        HirKind::Repetition(r) => Hir::repetition(hir::Repetition { min: r.min, max: r.max, greedy: r.greedy, sub: Box::new(splice(&r.sub, subs)) }),
+        HirKind::Concat(parts) => Hir::concat(parts.iter().map(|h| splice(h, subs)).collect()),
+        HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(|h| splice(h, subs)).collect()),
+        _ => hir.clone(),
+    }
+}
+
 fn parse(extended: &str) -> Result<Hir, BacktrackError> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)

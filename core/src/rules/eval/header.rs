@@ -2086,6 +2086,12 @@ enlist_addrlist (SUSP_NTLD) *@*.top *@*.xyz
     #[test]
     fn fixed_patterns_compile() {
         assert_eq!(HeaderPatterns::broken(), Vec::<&str>::new());
+        // Splicing the parsed sub-patterns gives the very program inlining their text did.
+        let family = Patterns::new();
+        for (p, icase) in FIXED.iter().chain(&[(r"^(?:(?&PRIVATE))$", false), (r"x(?&LOCALHOST)|(?&IPV4)y", true)]) {
+            let spliced = alloc::format!("{:?}", family.compile(p, *icase));
+            assert_eq!(spliced, super::super::re::inlined_program(p, *icase), "{p}");
+        }
     }
 
     #[test]

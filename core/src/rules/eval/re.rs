@@ -12,10 +12,13 @@
 //! allocates nothing.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
 pub use crate::rules::backtrack::{find_bytes, find_bytes_icase};
-use crate::rules::backtrack::{BacktrackError, BacktrackScratch, Program};
+use regex_syntax::hir::Hir;
+
+use crate::rules::backtrack::{self, BacktrackError, BacktrackScratch, Program};
 use crate::rules::perl::{self, Unsupported};
 
 /// Capture groups a pattern may have (group 0 is the whole match).
@@ -111,14 +114,20 @@ impl Search {
 impl Regex {
     /// Compiles `pattern` (Perl syntax); `icase` is Perl's `/i`.
     pub fn new(pattern: &str, icase: bool) -> Result<Regex, PatternError> {
-        Regex::with_subs(pattern, icase, &[])
+        Regex::with_subs(pattern, icase, None)
     }
 
     /// Compiles `pattern`, which may call the sub-patterns in `named` as `(?&NAME)`.
-    fn with_subs(pattern: &str, icase: bool, named: &[(&str, String)]) -> Result<Regex, PatternError> {
-        let body = expand(pattern, named)?;
+    fn with_subs(pattern: &str, icase: bool, subs: Option<&Subs>) -> Result<Regex, PatternError> {
+        let named = subs.map_or(&[][..], |s| &s.texts[..]);
+        let parsed = subs.and_then(|s| s.parsed.get(usize::from(icase))).filter(|p| !p.is_empty());
+        let body = expand(pattern, named, parsed.is_some())?;
         let extended = perl::translate_backtracking(&body, if icase { "i" } else { "" }).map_err(PatternError::Perl)?;
-        let program = crate::rules::backtrack::compile_captures(&extended).map_err(PatternError::Program)?;
+        let program = match parsed {
+            Some(parsed) => backtrack::compile_captures_with(&extended, parsed),
+            None => backtrack::compile_captures(&extended),
+        }
+        .map_err(PatternError::Program)?;
         if program.captures() >= MAX_GROUPS {
             return Err(PatternError::TooManyGroups);
         }
@@ -150,14 +159,43 @@ impl Regex {
     }
 }
 
-/// The texts `(?&NAME)` calls.
-fn named_subpatterns() -> [(&'static str, String); 4] {
-    [("IP", ip_text()), ("IPV4", ipv4_text()), ("LOCALHOST", localhost_text()), ("PRIVATE", ip_private_text())]
+/// The named sub-patterns `(?&NAME)` calls: their texts, and each parsed once (as
+/// written, and under `/i`), so that the patterns calling them splice it in instead of
+/// parsing it again (the IP-address patterns are most of every Received pattern).
+#[derive(Debug, Clone)]
+struct Subs {
+    texts: [(&'static str, String); 4],
+    /// By `/i`: every text parsed; empty when not parsed (then texts are inlined).
+    parsed: [Vec<Hir>; 2],
+}
+
+impl Subs {
+    /// The texts only: patterns inline them.
+    fn texts() -> Subs {
+        Subs {
+            texts: [("IP", ip_text()), ("IPV4", ipv4_text()), ("LOCALHOST", localhost_text()), ("PRIVATE", ip_private_text())],
+            parsed: [Vec::new(), Vec::new()],
+        }
+    }
+
+    /// The texts, each parsed.
+    fn parsed() -> Subs {
+        let mut subs = Subs::texts();
+        for (icase, parsed) in subs.parsed.iter_mut().enumerate() {
+            let flags = if icase == 1 { "i" } else { "" };
+            let each = subs.texts.iter().map(|(_, text)| {
+                let extended = perl::translate_backtracking(text, flags).ok()?;
+                backtrack::parse_sub(&extended).ok()
+            });
+            *parsed = each.collect::<Option<Vec<Hir>>>().unwrap_or_default();
+        }
+        subs
+    }
 }
 
 /// `pattern` with each `(?&NAME)` replaced by its sub-pattern, as an atomic group,
 /// and each `$` outside a class by Perl's meaning without `/m`.
-fn expand(pattern: &str, named: &[(&str, String)]) -> Result<String, PatternError> {
+fn expand(pattern: &str, named: &[(&str, String)], splice: bool) -> Result<String, PatternError> {
     let mut out = String::with_capacity(pattern.len());
     let mut in_class = false;
     let mut rest = pattern;
@@ -185,9 +223,16 @@ fn expand(pattern: &str, named: &[(&str, String)]) -> Result<String, PatternErro
             '(' if !in_class && rest.starts_with("(?&") => {
                 let name_end = rest.find(')').ok_or(PatternError::UnknownSub)?;
                 let name = rest.get(3..name_end).unwrap_or("");
-                let (_, text) = named.iter().find(|(n, _)| *n == name).ok_or(PatternError::UnknownSub)?;
+                let index = named.iter().position(|(n, _)| *n == name).ok_or(PatternError::UnknownSub)?;
                 out.push_str("(?>");
-                out.push_str(text);
+                match named.get(index) {
+                    Some(_) if splice => {
+                        out.push_str(backtrack::SUB_MARKER);
+                        out.push(char::from(b'0' + index as u8));
+                    }
+                    Some((_, text)) => out.push_str(text),
+                    None => return Err(PatternError::UnknownSub),
+                }
                 out.push(')');
                 rest = rest.get(name_end + 1..).unwrap_or("");
                 continue;
@@ -266,7 +311,7 @@ fn ip_private_text() -> String {
 /// (`IP_PRIVATE` without its `^`).
 #[derive(Debug, Clone)]
 pub struct Patterns {
-    named: [(&'static str, String); 4],
+    subs: Subs,
     /// `IP_PRIVATE`, anchored at the start of the text.
     pub ip_private: Regex,
     /// `^IP_ADDRESS$`... as `IS_IPV4_ADDRESS`: the whole text is a dotted quad.
@@ -276,23 +321,23 @@ pub struct Patterns {
 /// The sub-patterns, with fixed patterns that match nothing: a placeholder, cheap to make.
 impl Default for Patterns {
     fn default() -> Self {
-        Patterns { named: named_subpatterns(), ip_private: never(), is_ipv4: never() }
+        Patterns { subs: Subs::texts(), ip_private: never(), is_ipv4: never() }
     }
 }
 
 impl Patterns {
     /// Compiles the IP-address family.
     pub fn new() -> Patterns {
-        let named = named_subpatterns();
-        let fixed = |p: &str| Regex::with_subs(p, false, &named).unwrap_or_else(|_| never());
+        let subs = Subs::parsed();
+        let fixed = |p: &str| Regex::with_subs(p, false, Some(&subs)).unwrap_or_else(|_| never());
         let ip_private = fixed("^(?&PRIVATE)");
         let is_ipv4 = fixed("^(?&IPV4)$");
-        Patterns { named, ip_private, is_ipv4 }
+        Patterns { subs, ip_private, is_ipv4 }
     }
 
     /// Compiles `pattern`, which may use `(?&IP)`, `(?&IPV4)`, `(?&LOCALHOST)` and `(?&PRIVATE)`.
     pub fn compile(&self, pattern: &str, icase: bool) -> Result<Regex, PatternError> {
-        Regex::with_subs(pattern, icase, &self.named)
+        Regex::with_subs(pattern, icase, Some(&self.subs))
     }
 
     /// [`Patterns::compile`] for a pattern known to be valid; an invalid one (a bug
@@ -305,6 +350,13 @@ impl Patterns {
 /// A pattern that matches nothing.
 pub fn never() -> Regex {
     Regex { program: None }
+}
+
+/// The program `pattern` compiles to with every sub-pattern's text inlined and parsed
+/// with it, as [`Patterns::compile`] did before splicing: the tests compare the two.
+#[cfg(test)]
+pub(crate) fn inlined_program(pattern: &str, icase: bool) -> alloc::string::String {
+    alloc::format!("{:?}", Regex::with_subs(pattern, icase, Some(&Subs::texts())))
 }
 
 /// Perl's `\Q...\E`: `text` with every non-word byte escaped.
@@ -415,10 +467,13 @@ mod tests {
             (r"[(?&IP)]", r"[(?&IP)]"),
         ];
         for (p, want) in rows {
-            assert_eq!(expand(p, &named).as_deref(), Ok(*want), "{p}");
+            assert_eq!(expand(p, &named, false).as_deref(), Ok(*want), "{p}");
         }
+        assert_eq!(expand(r"a(?&IP)b", &named, true).as_deref(), Ok(r"a(?>\x00\x01\x020)b"));
+        // Every sub-pattern parses, as written and under /i: the family splices them.
+        assert!(Subs::parsed().parsed.iter().all(|p| p.len() == Subs::texts().texts.len()));
         for p in [r"(?&NOPE)", r"(?&IP", r"x(?&)"] {
-            assert_eq!(expand(p, &named), Err(PatternError::UnknownSub), "{p}");
+            assert_eq!(expand(p, &named, false), Err(PatternError::UnknownSub), "{p}");
         }
     }
 

@@ -1798,6 +1798,12 @@ mod tests {
     #[test]
     fn received_formats_compile() {
         assert_eq!(ReceivedParser::broken(), Vec::new());
+        // Splicing the parsed IP sub-patterns gives the very program inlining their text did.
+        let family = Patterns::new();
+        for (p, icase) in RECEIVED_PATTERNS {
+            let spliced = alloc::format!("{:?}", family.compile(p, *icase));
+            assert_eq!(spliced, super::super::re::inlined_program(p, *icase), "{p}");
+        }
     }
 
     #[test]
