@@ -394,7 +394,8 @@ pub fn prefork(data: &[u8]) {
                         assert!(idle_before.contains(&pid) || made_idle, "order to {pid} which was not idle");
                         assert!(!config.round_robin, "order in round-robin mode");
                         assert_eq!(outstanding_before, 0, "second order while one is outstanding");
-                        let ordered = children.values().filter(|c| c.ordered).count();
+                        // A killed child never takes the connection it was ordered to take.
+                        let ordered = children.values().filter(|c| c.ordered && !c.killed).count();
                         // With honest children every order has a connection of its own; after
                         // hostile records the policy may order in vain (the child finds nothing).
                         let real = backlog > ordered;
