@@ -63,9 +63,6 @@ impl Job<'_> {
         }
     }
 
-}
-
-impl Job<'_> {
     /// The eval data this job built (built here if the batch skipped it).
     pub(super) fn into_evals(mut self) -> EvalData {
         self.run();
