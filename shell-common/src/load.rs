@@ -120,7 +120,7 @@ pub struct CacheReport {
     pub problem: Option<String>,
 }
 
-/// Threads that rebuild cached automata at most: past four, a start gains little.
+/// Threads a batch of loading jobs runs on at most: past four, a start gains little.
 const MAX_THREADS: usize = 4;
 
 /// Loads and compiles the rules as [`load_rules`] does, taking dense DFAs from the

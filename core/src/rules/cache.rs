@@ -272,11 +272,15 @@ impl DfaCache {
         let mut jobs = prefilters;
         jobs.append(&mut rest);
         spread(&mut jobs, &mut || {});
+        // A prefilter the batch skipped is built here: an entry never loses its prefilter.
         let built: Vec<Option<Prefilter>> = jobs
-            .iter()
-            .map(|job| match &job.0 {
-                Work::Prefilter { built, .. } => built.clone(),
-                _ => None,
+            .iter_mut()
+            .map(|job| {
+                job.run_if_prefilter();
+                match &job.0 {
+                    Work::Prefilter { built, .. } => built.clone().flatten(),
+                    _ => None,
+                }
             })
             .collect();
         for job in &mut jobs {
@@ -740,9 +744,17 @@ mod tests {
             }
         });
         assert_eq!(seen.into_inner(), (2, entries.len()));
-        for (name, needles) in entries {
-            let got = read.get(&key(&[name])).expect("entry");
-            assert_eq!((got.prefilter.is_some(), got.nfa.is_some()), (needles.is_some(), true), "{name:?}");
+        // A batch that skips the prefilter jobs still leaves every entry its prefilter.
+        let mut skipping = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
+        skipping.prepare(&|jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()| {
+            alongside();
+            jobs.iter_mut().filter(|job| !matches!(job.0, Work::Prefilter { .. })).for_each(Job::run);
+        });
+        for read in [&mut read, &mut skipping] {
+            for (name, needles) in entries {
+                let got = read.get(&key(&[name])).expect("entry");
+                assert_eq!((got.prefilter.is_some(), got.nfa.is_some()), (needles.is_some(), true), "{name:?}");
+            }
         }
     }
 

@@ -24,8 +24,9 @@ pub struct Job<'a>(pub(super) Work<'a>);
 pub(super) enum Work<'a> {
     /// A cache entry's dense DFA or NFA, rebuilt from the image.
     Entry(EntryWork<'a>),
-    /// A search prefilter over these needles (several cache entries may share it).
-    Prefilter { needles: &'a [Vec<u8>], built: Option<Prefilter> },
+    /// A search prefilter over these needles (several cache entries may share it); the
+    /// inner `None`: no fast one.
+    Prefilter { needles: &'a [Vec<u8>], built: Option<Option<Prefilter>> },
     /// A backtracking program read from its image into its cache entry; the inner
     /// `None`: it no longer reads.
     Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
@@ -42,7 +43,7 @@ impl Job<'_> {
             Work::Entry(work) => work.run(),
             Work::Prefilter { needles, built } => {
                 if built.is_none() {
-                    *built = fast_prefilter(needles);
+                    *built = Some(fast_prefilter(needles));
                 }
             }
             Work::Backtrack { image, ready } => {
@@ -60,6 +61,13 @@ impl Job<'_> {
                     *built = Some(Box::new(EvalData::new(config)));
                 }
             }
+        }
+    }
+
+    /// Runs this job when it builds a prefilter (which entries wait for).
+    pub(super) fn run_if_prefilter(&mut self) {
+        if matches!(self.0, Work::Prefilter { .. }) {
+            self.run();
         }
     }
 
