@@ -225,8 +225,22 @@ impl ByteSet {
         self.lo.count_ones() + self.hi.count_ones()
     }
 
-    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        (0..=255u8).filter(|&b| self.contains(b))
+    /// Its bytes in increasing order, a set bit at a time.
+    fn bytes(&self) -> impl Iterator<Item = u8> {
+        let (mut lo, mut hi) = (self.lo, self.hi);
+        core::iter::from_fn(move || {
+            if lo != 0 {
+                let b = lo.trailing_zeros() as u8;
+                lo &= lo - 1;
+                Some(b)
+            } else if hi != 0 {
+                let b = hi.trailing_zeros() as u8;
+                hi &= hi - 1;
+                Some(128 + b)
+            } else {
+                None
+            }
+        })
     }
 
     fn of_class(class: &Class) -> Result<ByteSet, BacktrackError> {
@@ -406,6 +420,9 @@ enum Few {
 
 impl Few {
     fn of(set: ByteSet) -> Few {
+        if set.count() > 3 {
+            return Few::Many;
+        }
         let mut bytes = set.bytes();
         match (set.count(), bytes.next(), bytes.next(), bytes.next()) {
             (0, ..) => Few::Empty,
@@ -2613,6 +2630,27 @@ mod tests {
             let b = program(re);
             assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
         }
+    }
+
+    #[test]
+    fn byte_sets_table() {
+        // (bytes inserted, what a memchr scan gets)
+        let rows: &[(&[u8], Few)] = &[
+            (b"", Few::Empty),
+            (b"\x00", Few::One(0)),
+            (b"\xFF\x7F", Few::Two(0x7F, 0xFF)),
+            (b"\x80a\x01", Few::Three(0x01, b'a', 0x80)),
+            (b"abcd", Few::Many),
+        ];
+        for &(inserted, want) in rows {
+            let mut set = ByteSet::default();
+            inserted.iter().for_each(|&b| set.insert(b));
+            let mut sorted = inserted.to_vec();
+            sorted.sort_unstable();
+            assert_eq!(set.bytes().collect::<Vec<u8>>(), sorted, "{inserted:?}");
+            assert_eq!(Few::of(set), want, "{inserted:?}");
+        }
+        assert_eq!(ByteSet::ALL.bytes().count(), 256);
     }
 
     #[test]

@@ -748,9 +748,8 @@ impl RuleSet {
             deferred_disable: Vec::new(),
             prefilters: Prefilters::default(),
             summary: RuleSummary::default(),
-            config: config.clone(),
+            config: config.settings(),
         };
-        set.config.rules.clear();
 
         let mut tables: [LiteralTable; 4] = Default::default();
         let mut header_table = LiteralTable::default();

@@ -277,6 +277,23 @@ pub struct Config {
     pub eval: EvalSettings,
 }
 
+impl Config {
+    /// Its settings without the rules: what a compiled rule set keeps (the rules are
+    /// compiled, and copying thousands of definitions only to drop them costs a start).
+    pub fn settings(&self) -> Config {
+        Config {
+            rules: Vec::new(),
+            required_score: self.required_score,
+            report_safe: self.report_safe,
+            add_headers: self.add_headers.clone(),
+            remove_headers: self.remove_headers.clone(),
+            rewrite_headers: self.rewrite_headers.clone(),
+            notes: self.notes.clone(),
+            eval: self.eval.clone(),
+        }
+    }
+}
+
 /// One entry of a network list such as `trusted_networks`: an address range, or an
 /// exclusion (`!addr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -178,18 +178,16 @@ pub fn split_literal(perl: &str) -> Result<(&str, &str), Unsupported> {
 /// Whether `delim` occurs in `body` not preceded by a backslash, after removing
 /// every `\\` pair (SpamAssassin's check).
 fn has_unescaped(body: &[u8], delim: u8) -> bool {
-    let mut prev_backslash = false;
     let mut i = 0;
-    while let Some(&b) = body.get(i) {
-        if b == b'\\' && body.get(i + 1) == Some(&b'\\') {
-            i += 2;
-            continue;
-        }
-        if b == delim && !prev_backslash {
+    while let Some(found) = body.get(i..).and_then(|rest| memchr::memchr2(b'\\', delim, rest)) {
+        let at = i + found;
+        let pair = body.get(at + 1) == Some(&b'\\');
+        if body.get(at) == Some(&delim) && !(delim == b'\\' && pair) {
             return true;
         }
-        prev_backslash = b == b'\\';
-        i += 1;
+        // A backslash: with the next byte it is a `\\` pair or an escape; either way
+        // that byte is not a bare delimiter.
+        i = at + 2;
     }
     false
 }
@@ -1642,6 +1640,53 @@ mod tests {
         ];
         for (perl, want) in rows {
             assert_eq!(split_literal(perl).ok(), *want, "{perl:?}");
+        }
+    }
+
+    #[test]
+    fn has_unescaped_table() {
+        // SpamAssassin's check spelled out: drop every `\\` pair, then look for the
+        // delimiter without a backslash before it.
+        fn spelled_out(body: &[u8], delim: u8) -> bool {
+            let mut prev_backslash = false;
+            let mut i = 0;
+            while let Some(&b) = body.get(i) {
+                if b == b'\\' && body.get(i + 1) == Some(&b'\\') {
+                    i += 2;
+                    continue;
+                }
+                if b == delim && !prev_backslash {
+                    return true;
+                }
+                prev_backslash = b == b'\\';
+                i += 1;
+            }
+            false
+        }
+        let rows: &[(&[u8], u8, bool)] = &[
+            (b"abc", b'/', false),
+            (b"a/b", b'/', true),
+            (b"a\\/b", b'/', false),
+            (b"a\\\\/b", b'/', true),
+            (b"a\\\\\\/b", b'/', false),
+            (b"/", b'/', true),
+            (b"\\", b'/', false),
+            (b"a\\", b'\\', true),
+            (b"a\\\\", b'\\', false),
+            (b"\\\\\\", b'\\', true),
+            (b"x>", b'>', true),
+        ];
+        for &(body, delim, want) in rows {
+            assert_eq!(has_unescaped(body, delim), want, "{body:?} {delim}");
+        }
+        // Every body of up to six bytes from `\`, `/` and `a`, against the spelled-out check.
+        for len in 0..=6u32 {
+            for n in 0..3usize.pow(len) {
+                let body: Vec<u8> = (0..len).map(|k| [b'\\', b'/', b'a'][n / 3usize.pow(k) % 3]).collect();
+                for delim in [b'/', b'\\'] {
+                    assert_eq!(has_unescaped(&body, delim), spelled_out(&body, delim), "{body:?} {delim}");
+                }
+            }
         }
     }
 
