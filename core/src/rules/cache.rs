@@ -44,7 +44,7 @@ struct Entry {
     /// DFA, it runs lazily, no need to try again.
     dfa: Option<Stored>,
     /// For a lazy one, its NFA's image (`nfa_image`): rebuilt without parsing.
-    nfa: Option<Vec<u8>>,
+    nfa: Option<Stored>,
     required: Option<Required>,
     prefix: Option<Vec<Vec<u8>>>,
     /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
@@ -73,7 +73,7 @@ pub(crate) struct Cached {
 /// A backtracking compile kept in the cache.
 struct BacktrackEntry {
     /// Its image (`Backtrack::write_image`).
-    image: Vec<u8>,
+    image: Stored,
     /// Read ahead of the compile by [`DfaCache::prepare`]; the inner `None`: it no longer reads.
     ready: Option<Option<Backtrack>>,
 }
@@ -83,7 +83,7 @@ struct BacktrackEntry {
 pub(crate) struct EntryWork<'a> {
     image: &'a [u8],
     dfa: &'a Option<Stored>,
-    nfa: &'a Option<Vec<u8>>,
+    nfa: &'a Option<Stored>,
     required: &'a Option<Required>,
     ready: &'a mut Option<Option<Cached>>,
     /// Index of the prefilter's job in the batch.
@@ -106,12 +106,12 @@ fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
 }
 
 /// An entry's DFA or NFA rebuilt, without its prefilter.
-fn rebuild_automata(image: &[u8], dfa: &Option<Stored>, nfa: &Option<Vec<u8>>, required: &Option<Required>) -> Option<Cached> {
+fn rebuild_automata(image: &[u8], dfa: &Option<Stored>, nfa: &Option<Stored>, required: &Option<Required>) -> Option<Cached> {
     let dfa = match dfa {
         None => None,
         Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
     };
-    let nfa = nfa.as_deref().and_then(nfa_from_image);
+    let nfa = nfa.as_ref().and_then(|stored| nfa_from_image(stored.bytes(image)));
     Some(Cached { dfa, nfa, required: required.clone(), prefilter: None })
 }
 
@@ -230,7 +230,9 @@ impl DfaCache {
                 0 => None,
                 _ => {
                     let len = r.u32()? as usize;
-                    Some(r.take(len)?.to_vec())
+                    let start = r.pos;
+                    r.take(len)?;
+                    Some(Stored::Image(start..r.pos))
                 }
             };
             entries.insert(key, Entry { dfa, nfa, required, prefix, ready: None });
@@ -243,7 +245,9 @@ impl DfaCache {
         for _ in 0..count {
             let key = r.key()?;
             let len = r.u32()? as usize;
-            backtracks.insert(key, BacktrackEntry { image: r.take(len)?.to_vec(), ready: None });
+            let start = r.pos;
+            r.take(len)?;
+            backtracks.insert(key, BacktrackEntry { image: Stored::Image(start..r.pos), ready: None });
         }
         Ok(DfaCache { image, entries, backtracks, ..DfaCache::default() })
     }
@@ -265,8 +269,8 @@ impl DfaCache {
             });
             rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, ready, prefilter_job })));
         }
-        for BacktrackEntry { image, ready } in self.backtracks.values_mut() {
-            rest.push(Job(Work::Backtrack { image, ready }));
+        for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut() {
+            rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
         }
         // The prefilters first: they take longest, and entries name them by index.
         let mut jobs = prefilters;
@@ -318,14 +322,15 @@ impl DfaCache {
             put_list(&mut out, entry.prefix.as_deref());
             match &entry.nfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
-                Some(bytes) => {
+                Some(stored) => {
                     out.extend_from_slice(&1u32.to_le_bytes());
-                    put_bytes(&mut out, bytes);
+                    put_bytes(&mut out, stored.bytes((*self.image).as_ref()));
                 }
             }
         }
-        let kept: Vec<(&Key, &Vec<u8>)> =
-            self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, &e.image)).collect();
+        let image = (*self.image).as_ref();
+        let kept: Vec<(&Key, &[u8])> =
+            self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, e.image.bytes(image))).collect();
         out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
         for (key, image) in kept {
             out.extend_from_slice(key);
@@ -372,7 +377,7 @@ impl DfaCache {
         let entry = self.backtracks.get_mut(key)?;
         let found = match entry.ready.take() {
             Some(ready) => ready?,
-            None => Backtrack::read_image(&entry.image)?,
+            None => Backtrack::read_image(entry.image.bytes((*self.image).as_ref()))?,
         };
         self.used.insert(*key, ());
         self.hits += 1;
@@ -383,7 +388,7 @@ impl DfaCache {
     pub(crate) fn put_backtrack(&mut self, key: Key, compiled: &Backtrack) {
         let mut image = Vec::new();
         compiled.write_image(&mut image);
-        self.backtracks.insert(key, BacktrackEntry { image, ready: None });
+        self.backtracks.insert(key, BacktrackEntry { image: Stored::Owned(image), ready: None });
         self.used.insert(key, ());
         self.misses += 1;
     }
@@ -402,7 +407,7 @@ impl DfaCache {
             let (bytes, padding) = d.to_bytes_native_endian();
             Stored::Owned(bytes.get(padding..).unwrap_or_default().to_vec())
         });
-        let entry = Entry { dfa, nfa: nfa.and_then(nfa_image), required: required.cloned(), prefix: prefix.map(<[_]>::to_vec), ready: None };
+        let entry = Entry { dfa, nfa: nfa.and_then(nfa_image).map(Stored::Owned), required: required.cloned(), prefix: prefix.map(<[_]>::to_vec), ready: None };
         self.entries.insert(key, entry);
         self.used.insert(key, ());
         self.misses += 1;

@@ -754,8 +754,10 @@ impl RuleSet {
         let mut tables: [LiteralTable; 4] = Default::default();
         let mut header_table = LiteralTable::default();
 
-        // The eval tests' data is built while the other rules compile; eval rules wait for it.
+        // The eval tests' data is built while the other rules compile; eval rules wait for
+        // it. Building it takes longer: this thread then builds the header prefilter.
         let mut evals = [Job(Work::Evals { config, built: None })];
+        let mut header_built = None;
         spread(&mut evals, &mut || {
             for (index, def) in config.rules.iter().enumerate() {
                 set.add_info(def);
@@ -764,6 +766,7 @@ impl RuleSet {
                     set.note_result(index, result);
                 }
             }
+            header_built = Some(header_table.automaton());
         });
         let [evals] = evals;
         set.eval_data = evals.into_evals();
@@ -772,7 +775,7 @@ impl RuleSet {
         let [t_body, t_raw, t_full, t_uri] = tables;
         let mut jobs = [
             Job(Work::Table { table: &t_body, built: None }),
-            Job(Work::Table { table: &header_table, built: None }),
+            Job(Work::Table { table: &header_table, built: header_built }),
             Job(Work::Table { table: &t_raw, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
             Job(Work::Table { table: &t_full, built: None }),
