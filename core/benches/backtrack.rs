@@ -75,7 +75,7 @@ fn main() {
         if h.field != HeaderField::All {
             continue;
         }
-        let Err(why) = &p.translated else { continue };
+        let Err(why) = p.translated() else { continue };
         if !why.needs_backtracking() {
             continue;
         }

@@ -35,7 +35,7 @@ fn needing(config: &Config) -> (Vec<Needing<'_>>, BTreeMap<&'static str, usize>)
     let mut per_type: BTreeMap<&'static str, usize> = BTreeMap::new();
     for rule in &config.rules {
         let Some((ty, p)) = rule_pattern(&rule.kind) else { continue };
-        let Err(why) = &p.translated else { continue };
+        let Err(why) = p.translated() else { continue };
         if !why.needs_backtracking() {
             continue;
         }

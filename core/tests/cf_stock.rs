@@ -62,10 +62,10 @@ fn stock_rules_load_like_spamassassin() {
         if let Some((_, p)) = rule_pattern(&rule.kind) {
             let entry = translation.entry(ty).or_default();
             entry.0 += 1;
-            match &p.translated {
+            match p.translated() {
                 Ok(out) => {
                     entry.1 += 1;
-                    assert!(syntax.parse(out).is_ok(), "{}: {} -> {out} does not parse", rule.name, p.perl);
+                    assert!(syntax.parse(&out).is_ok(), "{}: {} -> {out} does not parse", rule.name, p.perl);
                 }
                 Err(why) => *entry.2.entry(why.to_string()).or_default() += 1,
             }
@@ -160,7 +160,7 @@ fn translations_match_like_perl() {
         .rules
         .iter()
         .filter_map(|r| rule_pattern(&r.kind).map(|(_, p)| (r.name.as_str(), p)))
-        .filter(|(_, p)| p.translated.is_ok())
+        .filter(|(_, p)| p.translated().is_ok())
         .collect();
     let texts = sample_texts(6000);
     if texts.is_empty() {
@@ -177,7 +177,8 @@ fn translations_match_like_perl() {
             println!("{name}: perl rejects {}: {perl_line}", p.perl);
             continue;
         }
-        let out = p.translated.as_ref().expect("filtered");
+        let out = p.translated().expect("filtered");
+        let out = out.as_str();
         let re = match DFA::builder().syntax(syntax).build(out) {
             Ok(re) => re,
             Err(e) => {

@@ -1110,7 +1110,7 @@ impl Parser {
             HeaderForm::Decoded
         };
         if let Some(other) = modifiers.iter().find(|m| !matches!(**m, "raw" | "addr" | "name")) {
-            pattern.translated = Err(Unsupported::Construct(format!("header modifier :{other}")));
+            pattern.refused = Some(Unsupported::Construct(format!("header modifier :{other}")));
         }
         let field = header_field(field);
         let test = if negated { HeaderTest::NotMatches(pattern) } else { HeaderTest::Matches(pattern) };
@@ -1146,9 +1146,9 @@ impl Parser {
         let (pattern_text, if_unset) = split_if_unset(pattern_text);
         let mut pattern = make_pattern(pattern_text)?;
         if negated {
-            pattern.translated = Err(Unsupported::Construct(String::from("negated mimeheader")));
+            pattern.refused = Some(Unsupported::Construct(String::from("negated mimeheader")));
         } else if if_unset.is_some() {
-            pattern.translated = Err(Unsupported::Construct(String::from("mimeheader if-unset")));
+            pattern.refused = Some(Unsupported::Construct(String::from("mimeheader if-unset")));
         }
         let kind = RuleKind::MimeHeader { name: field.to_string(), raw, pattern };
         self.define(name, kind, origin)
@@ -1399,15 +1399,14 @@ impl Parser {
             // never preceded by an empty piece); it is dropped again afterwards.
             let original = if flags.is_empty() { format!("(?aa){body}") } else { format!("(?aa)(?{flags}){body}") };
             let Some(replaced) = replace_tags(&original, &self.replace, budget.min(MAX_REPLACED_LEN)) else {
-                pattern.translated = Err(Unsupported::Construct(String::from("ReplaceTags expansion too long")));
+                pattern.refused = Some(Unsupported::Construct(String::from("ReplaceTags expansion too long")));
                 continue;
             };
             budget = budget.saturating_sub(replaced.len());
             if replaced != original {
                 let replaced = replaced.strip_prefix("(?aa)").unwrap_or(&replaced);
                 let perl_text = format!("/{}/", escape_slashes(replaced));
-                let translated = translate_rule_regex(&perl_text);
-                *pattern = Pattern { perl: perl_text, translated };
+                pattern.perl = perl_text;
             }
         }
     }
@@ -1601,53 +1600,9 @@ fn make_pattern(text: &str) -> Result<Pattern, String> {
     if let Err(e) = perl::split_literal(text) {
         return Err(format!("{e} {}", quote(text)));
     }
-    Ok(Pattern { perl: text.to_string(), translated: translate_rule_regex(text) })
+    Ok(Pattern::new(text.to_string()))
 }
 
-/// [`perl::translate`], refusing SpamAssassin capture templates first.
-fn translate_rule_regex(text: &str) -> Result<String, Unsupported> {
-    if has_capture_template(text) {
-        return Err(Unsupported::Construct(String::from("capture template %{...}")));
-    }
-    perl::translate(text)
-}
-
-/// SpamAssassin 4's `%{TAG}` capture templates (filled at scan time from other
-/// rules' named captures): not supported. The syntax is Conf::Parser's:
-/// `%{NAME}` or `%{NAME(args)}`, NAME `[A-Z][A-Z0-9]*(_[A-Z0-9]+)*`, no `\` before.
-fn has_capture_template(text: &str) -> bool {
-    let b = text.as_bytes();
-    (0..b.len()).any(|i| {
-        if b.get(i..i + 2) != Some(b"%{") || (i > 0 && b.get(i - 1) == Some(&b'\\')) {
-            return false;
-        }
-        let mut j = i + 2;
-        if !b.get(j).is_some_and(u8::is_ascii_uppercase) {
-            return false;
-        }
-        let upper_digit = |c: &u8| c.is_ascii_uppercase() || c.is_ascii_digit();
-        while b.get(j).is_some_and(upper_digit) {
-            j += 1;
-        }
-        while b.get(j) == Some(&b'_') && b.get(j + 1).is_some_and(upper_digit) {
-            j += 1;
-            while b.get(j).is_some_and(upper_digit) {
-                j += 1;
-            }
-        }
-        if b.get(j) == Some(&b'(') {
-            j += 1;
-            while b.get(j).is_some_and(|&c| c != b')' && c != b'}') {
-                j += 1;
-            }
-            if b.get(j) != Some(&b')') {
-                return false;
-            }
-            j += 1;
-        }
-        b.get(j) == Some(&b'}')
-    })
-}
 
 /// Splits `pattern [if-unset: TEXT]`.
 fn split_if_unset(text: &str) -> (&str, Option<&str>) {
@@ -2517,7 +2472,7 @@ frobnicate now
         assert_eq!(subj.field, HeaderField::Named(String::from("Subject")));
         assert_eq!(subj.form, HeaderForm::Decoded);
         assert_eq!(matches(&subj.test).perl, "/\\bfree\\b/i");
-        assert_eq!(matches(&subj.test).translated, Ok(String::from("(?i)\\bfree\\b")));
+        assert_eq!(matches(&subj.test).translated(), Ok(String::from("(?i)\\bfree\\b")));
         let neg = header(&config, "H_NEG");
         assert!(matches!(neg.test, HeaderTest::NotMatches(_)));
         assert_eq!(neg.if_unset.as_deref(), Some("nobody@nowhere"));
@@ -2547,19 +2502,19 @@ frobnicate now
         assert!(matches!(rule(&config, "RB_EVAL").kind, RuleKind::Eval { on: EvalOn::RawBody, .. }));
         assert!(matches!(rule(&config, "F_EVAL").kind, RuleKind::Eval { on: EvalOn::Full, .. }));
         assert!(
-            matches!(&rule(&config, "RB").kind, RuleKind::RawBody(p) if p.translated.as_deref() == Ok("(?i)<script"))
+            matches!(&rule(&config, "RB").kind, RuleKind::RawBody(p) if p.translated().as_deref() == Ok("(?i)<script"))
         );
         assert!(
-            matches!(&rule(&config, "F").kind, RuleKind::Full(p) if p.translated.as_deref() == Ok("(?m)^Received: from"))
+            matches!(&rule(&config, "F").kind, RuleKind::Full(p) if p.translated().as_deref() == Ok("(?m)^Received: from"))
         );
         assert!(
-            matches!(&rule(&config, "U").kind, RuleKind::Uri(p) if p.translated.as_deref() == Ok("^https?://bit\\.ly/"))
+            matches!(&rule(&config, "U").kind, RuleKind::Uri(p) if p.translated().as_deref() == Ok("^https?://bit\\.ly/"))
         );
         match &rule(&config, "M_RAW").kind {
             RuleKind::MimeHeader { name, raw, pattern } => {
                 assert_eq!(name, "Content-Type");
                 assert!(raw);
-                assert_eq!(pattern.translated.as_deref(), Ok("name="));
+                assert_eq!(pattern.translated().as_deref(), Ok("name="));
             }
             other => panic!("M_RAW is {other:?}"),
         }
@@ -2606,7 +2561,7 @@ frobnicate now
         match &rule(&config, "R_FREE").kind {
             RuleKind::Body(p) => {
                 assert_eq!(p.perl, "/(?i)(?:free|fr33) money/");
-                assert_eq!(p.translated.as_deref(), Ok("(?i)(?:free|fr33) money"));
+                assert_eq!(p.translated().as_deref(), Ok("(?i)(?:free|fr33) money"));
             }
             other => panic!("R_FREE is {other:?}"),
         }
@@ -2719,7 +2674,7 @@ welcomelist_from_rcvd a@b.c
         let config = parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("parses");
         let gtube = rule(&config, "GTUBE");
         assert_eq!(gtube.score, Some([Score::points(1000); 4]));
-        assert!(matches!(&gtube.kind, RuleKind::Body(p) if p.translated.is_ok()));
+        assert!(matches!(&gtube.kind, RuleKind::Body(p) if p.translated().is_ok()));
         assert!(!has_note(&config, "unknown directive"), "{:?}", config.notes);
     }
 
@@ -2960,8 +2915,8 @@ tflags FIRST nice
         let text = "header A From:host =~ /example/\nheader B From:first:addr =~ /x/\nmimeheader C Content-Type !~ /x/\nmimeheader D Content-Type =~ /x/ [if-unset: y]\nuri E m{^https?://x/\\#%{GB_TO_ADDR}}i\n";
         let config = parse_str("m.cf", text).expect("parses");
         let reason = |name: &str| match &rule(&config, name).kind {
-            RuleKind::Header(h) => matches(&h.test).translated.clone(),
-            RuleKind::MimeHeader { pattern, .. } | RuleKind::Uri(pattern) => pattern.translated.clone(),
+            RuleKind::Header(h) => matches(&h.test).translated().clone(),
+            RuleKind::MimeHeader { pattern, .. } | RuleKind::Uri(pattern) => pattern.translated().clone(),
             other => panic!("{other:?}"),
         };
         let construct = |s: &str| Err(Unsupported::Construct(String::from(s)));
@@ -3013,7 +2968,7 @@ replace_rules R1 R2 R3 R4 R5 R6 R7 R8
                 other => panic!("{other:?}"),
             };
             assert_eq!(perl.perl, *want, "{name}");
-            assert_eq!(perl.translated, perl::translate(want), "{name}");
+            assert_eq!(perl.translated(), perl::translate(want), "{name}");
         }
     }
 
@@ -3023,7 +2978,7 @@ replace_rules R1 R2 R3 R4 R5 R6 R7 R8
         let config = parse_str("g.cf", &text).expect("parses");
         match &rule(&config, "R").kind {
             RuleKind::Body(p) => {
-                assert_eq!(p.translated, Err(Unsupported::Construct(String::from("ReplaceTags expansion too long"))))
+                assert_eq!(p.translated(), Err(Unsupported::Construct(String::from("ReplaceTags expansion too long"))))
             }
             other => panic!("{other:?}"),
         }
@@ -3188,11 +3143,11 @@ remove_header all Checker-Version
         match &rule(&config, "OK").kind {
             RuleKind::Body(p) => {
                 assert_eq!(p.perl, "/\\xE9t\u{e9}/");
-                assert_eq!(p.translated.as_deref(), Ok("\\xE9t\\xC3\\xA9"));
+                assert_eq!(p.translated().as_deref(), Ok("\\xE9t\\xC3\\xA9"));
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(&rule(&config, "LONG").kind, RuleKind::Body(p) if p.translated.is_err()));
+        assert!(matches!(&rule(&config, "LONG").kind, RuleKind::Body(p) if p.translated().is_err()));
         assert!(!has_rule(&config, "M"));
         for note in &config.notes {
             assert!(note.message.chars().count() < 300, "note too long: {}", note.message.len());
@@ -3216,11 +3171,11 @@ remove_header all Checker-Version
         assert_eq!(split_if_unset("/x[if-unset: a]/"), ("/x[if-unset: a]/", None));
         assert_eq!(bytes_to_text(b"a\xffb\xc3\xa9"), "a\\xFFb\u{e9}");
         assert_eq!(bytes_to_text(b"\\\xff\\\\\xfe"), "\\xFF\\\\\\xFE");
-        assert!(has_capture_template("/a%{GB_TO_ADDR}/"));
-        assert!(has_capture_template("/a%{HDR(From)}/"));
-        assert!(!has_capture_template("/a\\%{GB}/"));
-        assert!(!has_capture_template("/a%{gb}/"));
-        assert!(!has_capture_template("/a%{GB__X}/"));
+        assert!(perl::has_capture_template("/a%{GB_TO_ADDR}/"));
+        assert!(perl::has_capture_template("/a%{HDR(From)}/"));
+        assert!(!perl::has_capture_template("/a\\%{GB}/"));
+        assert!(!perl::has_capture_template("/a%{gb}/"));
+        assert!(!perl::has_capture_template("/a%{GB__X}/"));
         assert_eq!(escape_slashes("a/b\\/c\\\\/"), "a\\/b\\/c\\\\\\/");
         assert_eq!(
             split_tags(b"<A><B>x"),

@@ -31,14 +31,34 @@ pub struct Origin {
     pub line: u32,
 }
 
-/// A regular expression as written in a rule, and its translation.
+/// A regular expression as written in a rule. It is translated when compiled, not
+/// when parsed: a start with a warm compile cache finds its automaton by the Perl text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
     /// The Perl source, delimiters and modifiers included, as in the rule file.
     pub perl: String,
-    /// The translation to regex-automata syntax (bytes mode, no Unicode classes),
-    /// or why it has none.
-    pub translated: Result<String, perl::Unsupported>,
+    /// Why the rule around it cannot run the pattern (a header modifier sift lacks, a
+    /// ReplaceTags expansion too long), whatever the pattern itself.
+    pub refused: Option<perl::Unsupported>,
+}
+
+impl Pattern {
+    /// A pattern as written, not refused.
+    pub fn new(perl: String) -> Pattern {
+        Pattern { perl, refused: None }
+    }
+
+    /// The translation to regex-automata syntax (bytes mode, no Unicode classes), or
+    /// why it has none.
+    pub fn translated(&self) -> Result<String, perl::Unsupported> {
+        if let Some(why) = &self.refused {
+            return Err(why.clone());
+        }
+        if perl::has_capture_template(&self.perl) {
+            return Err(perl::Unsupported::Construct(String::from("capture template %{...}")));
+        }
+        perl::translate(&self.perl)
+    }
 }
 
 /// Which header(s) a header rule reads.

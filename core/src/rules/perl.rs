@@ -192,6 +192,43 @@ fn has_unescaped(body: &[u8], delim: u8) -> bool {
     false
 }
 
+/// SpamAssassin 4's `%{TAG}` capture templates (filled at scan time from other
+/// rules' named captures): not supported. The syntax is Conf::Parser's:
+/// `%{NAME}` or `%{NAME(args)}`, NAME `[A-Z][A-Z0-9]*(_[A-Z0-9]+)*`, no `\` before.
+pub(crate) fn has_capture_template(text: &str) -> bool {
+    let b = text.as_bytes();
+    (0..b.len()).any(|i| {
+        if b.get(i..i + 2) != Some(b"%{") || (i > 0 && b.get(i - 1) == Some(&b'\\')) {
+            return false;
+        }
+        let mut j = i + 2;
+        if !b.get(j).is_some_and(u8::is_ascii_uppercase) {
+            return false;
+        }
+        let upper_digit = |c: &u8| c.is_ascii_uppercase() || c.is_ascii_digit();
+        while b.get(j).is_some_and(upper_digit) {
+            j += 1;
+        }
+        while b.get(j) == Some(&b'_') && b.get(j + 1).is_some_and(upper_digit) {
+            j += 1;
+            while b.get(j).is_some_and(upper_digit) {
+                j += 1;
+            }
+        }
+        if b.get(j) == Some(&b'(') {
+            j += 1;
+            while b.get(j).is_some_and(|&c| c != b')' && c != b'}') {
+                j += 1;
+            }
+            if b.get(j) != Some(&b')') {
+                return false;
+            }
+            j += 1;
+        }
+        b.get(j) == Some(&b'}')
+    })
+}
+
 /// Translates a regex body with its modifier letters (`i m s x`; `o g c` ignored;
 /// `a d l n p` change nothing on bytes; others unsupported).
 pub fn translate_body(body: &str, flags: &str) -> Result<String, Unsupported> {
