@@ -156,7 +156,9 @@ fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
     };
     match DfaCache::from_image(Box::new(image)) {
         Ok(mut cache) => {
-            cache.prepare(&run_on_all_cores);
+            // The loading thread is parsing the rule files meanwhile, and joins in no
+            // batch: one thread more than the cores keeps them busy once it is done.
+            cache.prepare(&|jobs, alongside| run_on_threads(cores() + 1, jobs, alongside));
             (cache, None)
         }
         Err(e) => (DfaCache::new(), Some(format!("{}: {e}; rebuilding it", path.display()))),
@@ -167,8 +169,17 @@ fn read_cache(path: &Path) -> (DfaCache, Option<String>) {
 /// thread: each thread takes the next job not yet taken (this one once `alongside` is
 /// done), so long jobs, first in a batch, balance.
 pub fn run_on_all_cores(jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
-    let helpers = (cores - 1).min(jobs.len());
+    run_on_threads(cores(), jobs, alongside);
+}
+
+/// The cores a batch of jobs may use, at most [`MAX_THREADS`].
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS)
+}
+
+/// [`run_on_all_cores`] on `threads` threads, this one included.
+fn run_on_threads(threads: usize, jobs: &mut [Job<'_>], alongside: &mut dyn FnMut()) {
+    let helpers = threads.saturating_sub(1).min(jobs.len());
     if helpers == 0 {
         alongside();
         jobs.iter_mut().for_each(Job::run);
