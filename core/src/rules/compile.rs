@@ -43,7 +43,7 @@ const BIG_NFA: usize = 1000;
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how lines are made local, the
 /// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
-const AUTOMATA_REVISION: u32 = 3;
+const AUTOMATA_REVISION: u32 = 4;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -623,7 +623,7 @@ fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>) -> Option<dens
                 .specialize_start_states(prefilter.is_some())
                 .prefilter(prefilter)
                 .match_kind(MatchKind::LeftmostFirst)
-                .minimize(false)
+                .minimize(true)
                 .dfa_size_limit(Some(DENSE_LIMIT))
                 .determinize_size_limit(Some(DENSE_LIMIT)),
         )

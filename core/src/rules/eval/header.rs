@@ -408,7 +408,7 @@ impl HeaderData {
         let patterns = HeaderPatterns::new();
         let freemail = FreemailData::new(ev, &patterns.family);
         HeaderData {
-            received: ReceivedParser::new(),
+            received: ReceivedParser::with(patterns.family.clone()),
             trust: Trust {
                 trusted: ev.trusted_networks.clone(),
                 internal: ev.internal_networks.clone(),

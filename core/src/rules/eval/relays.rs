@@ -1569,7 +1569,11 @@ impl LineCx<'_> {
 impl ReceivedParser {
     /// Compiles SpamAssassin's Received formats.
     pub fn new() -> ReceivedParser {
-        let family = Patterns::new();
+        ReceivedParser::with(Patterns::new())
+    }
+
+    /// [`ReceivedParser::new`] with the IP-address family already compiled.
+    pub fn with(family: Patterns) -> ReceivedParser {
         let pats = RECEIVED_PATTERNS.iter().map(|(p, icase)| family.fixed(p, *icase)).collect();
         let ip_private = family.ip_private.clone();
         let ip_search = family.fixed("(?&IP)", false);
