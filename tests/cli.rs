@@ -99,3 +99,38 @@ fn lint_counts_and_reasons() {
     assert!(json.contains("\"name\":\"EV\""), "{json}");
     assert!(!json.contains("\"name\":\"GOOD\""), "{json}");
 }
+
+#[test]
+fn scan_with_compile_cache_table() {
+    // A cold cache, the warm one it left, and a damaged one all give the verdicts the
+    // plain compile gives; a damaged file is reported and rebuilt, not fatal.
+    let gtube = write_temp("gtube3.eml", GTUBE);
+    let ham = write_temp("ham3.eml", HAM);
+    let cache = std::env::temp_dir().join(format!("sift-cli-cache-{}.dfa", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let scan = |cached: bool| {
+        let mut cmd = siftd();
+        if cached {
+            cmd.arg("--compile-cache").arg(&cache);
+        }
+        let out = cmd.args(["scan", "--json"]).arg(&gtube).arg(&ham).output().expect("run siftd");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, plain, _) = scan(false);
+    assert_eq!(code, Some(1));
+    // (cache state before the run, whether stderr reports a problem)
+    let rows: &[(&str, bool)] = &[("missing", false), ("warm", false), ("damaged", true), ("rebuilt", false)];
+    for &(state, reported) in rows {
+        if state == "damaged" {
+            let mut bytes = std::fs::read(&cache).expect("cache written");
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x55;
+            std::fs::write(&cache, bytes).expect("damage cache");
+        }
+        let (code, out, err) = scan(true);
+        assert_eq!((code, out.as_str()), (Some(1), plain.as_str()), "{state}: {err}");
+        assert_eq!(err.contains("compile cache"), reported, "{state}: {err}");
+        assert!(cache.exists(), "{state}");
+    }
+    let _ = std::fs::remove_file(&cache);
+}

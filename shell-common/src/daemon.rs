@@ -21,7 +21,7 @@ use crate::access::AccessList;
 use crate::cli::DaemonOptions;
 use crate::events::{EventLoop, PollLoop, Ready};
 use crate::exit;
-use crate::load::{load_rules, load_rules_cached, LoadError, RuleSources};
+use crate::load::{load_rules_with, LoadError, RuleSources};
 use crate::listen::{bind_all, Listener};
 use crate::log::Log;
 use crate::sys;
@@ -325,12 +325,13 @@ fn set_accept_filters(listeners: &[Listener], name: &str, platform: &dyn Platfor
 
 /// Loads and compiles the rules, through the DFA cache file when there is one.
 fn compile_rules(sources: &RuleSources, cache: Option<&Path>, log: &Log) -> Result<RuleSet, LoadError> {
-    let Some(path) = cache else { return load_rules(sources) };
-    let (rules, report) = load_rules_cached(sources, path)?;
-    if let Some(problem) = &report.problem {
-        log.error(&format!("compile cache: {problem}"));
+    let (rules, report) = load_rules_with(sources, cache)?;
+    if let (Some(path), Some(report)) = (cache, report) {
+        if let Some(problem) = &report.problem {
+            log.error(&format!("compile cache: {problem}"));
+        }
+        log.info(&format!("compile cache {}: {} DFAs reused, {} built", path.display(), report.reused, report.built));
     }
-    log.info(&format!("compile cache {}: {} DFAs reused, {} built", path.display(), report.reused, report.built));
     Ok(rules)
 }
 

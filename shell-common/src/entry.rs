@@ -8,7 +8,7 @@ use sift_core::rules::{Config, RuleSet};
 
 use crate::cli::{Command, Options};
 use crate::daemon::{self, Platform};
-use crate::load::{load_config, RuleSources};
+use crate::load::{load_config, load_rules_with, RuleSources};
 use crate::{exit, lint, scan};
 
 /// Parses the command line and runs what it asks for; returns the process exit status.
@@ -31,6 +31,19 @@ fn compile(sources: &RuleSources, for_lint: bool) -> Result<(Config, RuleSet), i
     Ok((config, rules))
 }
 
+/// The rules `scan` runs: through `--compile-cache` when given, as the daemon loads
+/// them, so a script scanning file after file does not compile the rules each time.
+fn scan_rules(sources: &RuleSources, cache: Option<&std::path::Path>) -> Result<RuleSet, i32> {
+    let (rules, report) = load_rules_with(sources, cache).map_err(|e| {
+        eprintln!("siftd: {e}");
+        exit::CONFIG
+    })?;
+    if let Some(problem) = report.and_then(|r| r.problem) {
+        eprintln!("siftd: compile cache: {problem}");
+    }
+    Ok(rules)
+}
+
 fn run(options: Options, platform: &dyn Platform) -> i32 {
     let sources = options.rule_sources();
     if options.lint {
@@ -44,8 +57,8 @@ fn run(options: Options, platform: &dyn Platform) -> i32 {
         };
     }
     match &options.command {
-        Some(Command::Scan { files }) => match compile(&sources, false) {
-            Ok((_, rules)) => {
+        Some(Command::Scan { files }) => match scan_rules(&sources, options.daemon.compile_cache.as_deref()) {
+            Ok(rules) => {
                 let format = if options.json { scan::Format::Json } else { scan::Format::Text };
                 scan::run(&rules, files, format)
             }

@@ -109,6 +109,15 @@ pub fn load_rules(sources: &RuleSources) -> Result<RuleSet, LoadError> {
     RuleSet::compile(&config).map_err(LoadError::Compile)
 }
 
+/// Loads and compiles the rules, through the cache file at `cache_path` when there is
+/// one ([`load_rules_cached`]); the report says how the cache served.
+pub fn load_rules_with(sources: &RuleSources, cache_path: Option<&Path>) -> Result<(RuleSet, Option<CacheReport>), LoadError> {
+    match cache_path {
+        Some(path) => load_rules_cached(sources, path).map(|(rules, report)| (rules, Some(report))),
+        None => load_rules(sources).map(|rules| (rules, None)),
+    }
+}
+
 /// How a compile used its DFA cache file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheReport {
