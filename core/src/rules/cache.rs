@@ -5,6 +5,7 @@
 //! edited rule simply misses. Reading and writing the bytes is the caller's job.
 
 use alloc::collections::BTreeMap;
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -14,15 +15,15 @@ use regex_automata::util::look::Look;
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::primitives::StateID;
 
-use super::backtrack::Backtrack;
-use super::compile::fast_prefilter;
+use super::backtrack::{Backtrack, Program};
+use super::compile::{fast_prefilter, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
 use super::literal::Required;
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 6;
 /// Bytes before the part of an image its checksum covers: magic, format, checksum.
 const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
@@ -150,6 +151,8 @@ pub struct DfaCache {
     entries: BTreeMap<Key, Entry>,
     /// Backtracking compiles (`Backtrack::write_image`), keyed by the Perl pattern.
     backtracks: BTreeMap<Key, BacktrackEntry>,
+    /// The eval tests' fixed patterns, compiled: lent to the job building the eval data.
+    evals: BTreeMap<Key, BacktrackEntry>,
     /// Keys the latest compile asked for: only they are written back.
     used: BTreeMap<Key, ()>,
     hits: usize,
@@ -162,6 +165,7 @@ impl Default for DfaCache {
             image: alloc::boxed::Box::new(Vec::new()),
             entries: BTreeMap::new(),
             backtracks: BTreeMap::new(),
+            evals: BTreeMap::new(),
             used: BTreeMap::new(),
             hits: 0,
             misses: 0,
@@ -237,19 +241,9 @@ impl DfaCache {
             };
             entries.insert(key, Entry { dfa, nfa, required, prefix, ready: None });
         }
-        let count = r.u32()? as usize;
-        if count > MAX_ENTRIES {
-            return Err(CacheError::Truncated);
-        }
-        let mut backtracks = BTreeMap::new();
-        for _ in 0..count {
-            let key = r.key()?;
-            let len = r.u32()? as usize;
-            let start = r.pos;
-            r.take(len)?;
-            backtracks.insert(key, BacktrackEntry { image: Stored::Image(start..r.pos), ready: None });
-        }
-        Ok(DfaCache { image, entries, backtracks, ..DfaCache::default() })
+        let backtracks = r.programs()?;
+        let evals = r.programs()?;
+        Ok(DfaCache { image, entries, backtracks, evals, ..DfaCache::default() })
     }
 
     /// Rebuilds every entry's automata ahead of a compile (which then only takes them),
@@ -269,7 +263,7 @@ impl DfaCache {
             });
             rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, ready, prefilter_job })));
         }
-        for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut() {
+        for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
         }
         // The prefilters first: they take longest, and entries name them by index.
@@ -329,12 +323,14 @@ impl DfaCache {
             }
         }
         let image = (*self.image).as_ref();
-        let kept: Vec<(&Key, &[u8])> =
-            self.backtracks.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, e.image.bytes(image))).collect();
-        out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
-        for (key, image) in kept {
-            out.extend_from_slice(key);
-            put_bytes(&mut out, image);
+        for programs in [&self.backtracks, &self.evals] {
+            let kept: Vec<(&Key, &[u8])> =
+                programs.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, e.image.bytes(image))).collect();
+            out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
+            for (key, image) in kept {
+                out.extend_from_slice(key);
+                put_bytes(&mut out, image);
+            }
         }
         let sum = checksum(out.get(HEADER..).unwrap_or_default());
         if let Some(slot) = out.get_mut(HEADER - 8..HEADER) {
@@ -384,6 +380,29 @@ impl DfaCache {
         Some(found)
     }
 
+    /// Lends the eval tests' programs to the job that builds the eval data while the
+    /// rest of the compile goes on; [`DfaCache::return_programs`] takes them back.
+    pub(crate) fn lend_programs(&mut self) -> ProgramShelf {
+        let image = (*self.image).as_ref();
+        let mut entries = core::mem::take(&mut self.evals);
+        for entry in entries.values_mut() {
+            if entry.ready.is_none() {
+                entry.ready = Some(Backtrack::read_image(entry.image.bytes(image)));
+            }
+        }
+        ProgramShelf { entries, ..ProgramShelf::default() }
+    }
+
+    /// Takes back what [`DfaCache::lend_programs`] lent, with the programs compiled since.
+    pub(crate) fn return_programs(&mut self, shelf: ProgramShelf) {
+        self.evals = shelf.entries;
+        for key in shelf.used {
+            self.used.insert(key, ());
+        }
+        self.hits += shelf.found;
+        self.misses += shelf.added;
+    }
+
     /// Records the backtracking compile of `key`.
     pub(crate) fn put_backtrack(&mut self, key: Key, compiled: &Backtrack) {
         let mut image = Vec::new();
@@ -411,6 +430,43 @@ impl DfaCache {
         self.entries.insert(key, entry);
         self.used.insert(key, ());
         self.misses += 1;
+    }
+}
+
+/// Compiled backtracking programs of the eval tests, lent by a cache (or empty) to the
+/// job building the eval data: it runs beside the rule loop, which holds the cache.
+#[derive(Default)]
+pub(crate) struct ProgramShelf {
+    entries: BTreeMap<Key, BacktrackEntry>,
+    used: Vec<Key>,
+    found: usize,
+    added: usize,
+}
+
+impl ProgramShelf {
+    /// The program of eval pattern `pattern` (`icase`: Perl's `/i`): from the shelf, or
+    /// `compile`d and shelved for the next start.
+    pub(crate) fn program<E>(&mut self, pattern: &str, icase: bool, compile: impl FnOnce() -> Result<Program, E>) -> Result<Program, E> {
+        let key = key(&[
+            b"eval",
+            pattern.as_bytes(),
+            &[u8::from(icase)],
+            &AUTOMATA_REVISION.to_le_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ]);
+        self.used.push(key);
+        // Copied, not taken: the eval tests may compile one pattern twice.
+        if let Some(Some(found)) = self.entries.get(&key).and_then(|e| e.ready.as_ref()) {
+            self.found += 1;
+            return Ok(found.program.clone());
+        }
+        let compiled = Backtrack { relaxed: String::new(), program: compile()? };
+        let mut image = Vec::new();
+        compiled.write_image(&mut image);
+        let program = compiled.program.clone();
+        self.entries.insert(key, BacktrackEntry { image: Stored::Owned(image), ready: Some(Some(compiled)) });
+        self.added += 1;
+        Ok(program)
     }
 }
 
@@ -670,6 +726,23 @@ impl<'a> Reader<'a> {
         Ok(key)
     }
 
+    /// A section of backtracking programs: count, then key and image of each.
+    fn programs(&mut self) -> Result<BTreeMap<Key, BacktrackEntry>, CacheError> {
+        let count = self.u32()? as usize;
+        if count > MAX_ENTRIES {
+            return Err(CacheError::Truncated);
+        }
+        let mut programs = BTreeMap::new();
+        for _ in 0..count {
+            let key = self.key()?;
+            let len = self.u32()? as usize;
+            let start = self.pos;
+            self.take(len)?;
+            programs.insert(key, BacktrackEntry { image: Stored::Image(start..self.pos), ready: None });
+        }
+        Ok(programs)
+    }
+
     fn u32(&mut self) -> Result<u32, CacheError> {
         let mut word = [0u8; 4];
         word.copy_from_slice(self.take(4)?);
@@ -690,9 +763,13 @@ mod tests {
         good.put(key(&[b"b"]), None, None, None, None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
+        let mut shelf = good.lend_programs();
+        let eval = |pattern: &str| crate::rules::backtrack::compile_captures(pattern);
+        let first = shelf.program("a(b)c", true, || eval("(?i)a(b)c")).expect("compiles");
+        good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x05\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x06\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -706,9 +783,9 @@ mod tests {
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x05\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x04\0\0\0\0\0\0\0", Err(CacheError::Version(4))),
-            (b"SIFTDFA\0\x05\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x06\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x05\0\0\0\0\0\0\0", Err(CacheError::Version(5))),
+            (b"SIFTDFA\0\x06\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -731,7 +808,13 @@ mod tests {
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
             assert!(read.get(&key(&[b"c"])).is_none());
-            assert_eq!((read.hits(), read.misses()), (2, 0));
+            // The eval program is lent and found, not compiled again; another is compiled.
+            let mut shelf = read.lend_programs();
+            let found = shelf.program("a(b)c", true, || -> Result<_, ()> { panic!("compiled again") }).expect("shelved");
+            assert_eq!(alloc::format!("{found:?}"), alloc::format!("{first:?}"));
+            assert!(shelf.program("a(b)c", false, || eval("a(b)c")).is_ok());
+            read.return_programs(shelf);
+            assert_eq!((read.hits(), read.misses()), (3, 1));
         }
         let mut read = DfaCache::from_bytes(&image).expect("own image reads back");
         let p = read.get_backtrack(&key(&[b"p"])).expect("backtrack p");

@@ -18,7 +18,7 @@ use regex_syntax::hir::{
 };
 
 use super::backtrack::{Backtrack, Program};
-use super::cache::{self, Cached, DfaCache};
+use super::cache::{self, Cached, DfaCache, ProgramShelf};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
@@ -43,7 +43,7 @@ const BIG_NFA: usize = 1000;
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how lines are made local, the
 /// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
-const AUTOMATA_REVISION: u32 = 4;
+pub(crate) const AUTOMATA_REVISION: u32 = 4;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -794,10 +794,12 @@ impl RuleSet {
         let mut tables: [LiteralTable; 4] = Default::default();
         let mut header_table = LiteralTable::default();
 
-        // The eval tests' data is built while the other rules compile; eval rules wait for
-        // it. Building it takes longer: this thread then builds the header prefilter.
-        let mut evals = [Job(Work::Evals { config, built: None })];
-        let mut header_built = None;
+        // The eval tests' data is built while the other rules compile; eval rules wait for it.
+        let shelf = match &mut dense {
+            Dense::Cached(c) => c.lend_programs(),
+            _ => ProgramShelf::default(),
+        };
+        let mut evals = [Job(Work::Evals { config, shelf, built: None })];
         spread(&mut evals, &mut || {
             for (index, def) in config.rules.iter().enumerate() {
                 set.add_info(def);
@@ -806,18 +808,22 @@ impl RuleSet {
                     set.note_result(index, result);
                 }
             }
-            header_built = Some(header_table.automaton());
         });
         let [evals] = evals;
-        set.eval_data = evals.into_evals();
+        let (eval_data, shelf) = evals.into_evals();
+        set.eval_data = eval_data;
+        if let Dense::Cached(c) = &mut dense {
+            c.return_programs(shelf);
+        }
 
         // The prefilter tables are built while the eval rules and the metas compile.
         let [t_body, t_raw, t_full, t_uri] = tables;
+        // Longest first: the header table's Aho-Corasick DFA, then the body's NFA.
         let mut jobs = [
+            Job(Work::Table { table: &header_table, built: None }),
             Job(Work::Table { table: &t_body, built: None }),
-            Job(Work::Table { table: &header_table, built: header_built }),
-            Job(Work::Table { table: &t_raw, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
+            Job(Work::Table { table: &t_raw, built: None }),
             Job(Work::Table { table: &t_full, built: None }),
         ];
         spread(&mut jobs, &mut || {
@@ -829,7 +835,7 @@ impl RuleSet {
             }
             set.compile_metas(config);
         });
-        let [body, header, raw, uri, full] = jobs;
+        let [header, body, uri, raw, full] = jobs;
         let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
         set.header_prefilter = header.into_table()?;
 
@@ -1478,10 +1484,17 @@ mod tests {
         };
         let skipped = |_: &mut [Job<'_>], alongside: &mut dyn FnMut()| alongside();
         let spreads: [Spread<'_>; 3] = [&run_here, &reversed, &skipped];
+        // The eval tests' fixed patterns: compiled and kept by any compile with a cache.
+        let mut empty = DfaCache::new();
+        RuleSet::compile_cached(&parse_str("t.cf", "").expect("parse"), &mut empty, &run_here).expect("compile");
+        let (repeats, evals) = (empty.hits(), empty.misses());
+        assert!(evals > 100, "{evals}");
         for (n, spread) in spreads.into_iter().enumerate() {
             let mut cache = DfaCache::new();
-            // (rules, image round trip first, hits, misses): five automata and L's program.
-            let cases: &[(&str, bool, usize, usize)] = &[(rules, false, 0, 6), (rules, true, 6, 0), (&edited, true, 5, 1)];
+            // (rules, image round trip first, hits, misses): five automata and L's program,
+            // and the eval programs.
+            let cases: &[(&str, bool, usize, usize)] =
+                &[(rules, false, repeats, 6 + evals), (rules, true, 6 + evals + repeats, 0), (&edited, true, 5 + evals + repeats, 1)];
             for &(text, reload, hits, misses) in cases {
                 if reload {
                     cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");

@@ -11,7 +11,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::util::prefilter::Prefilter;
 
 use super::backtrack::Backtrack;
-use super::cache::EntryWork;
+use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable};
 use super::eval::EvalData;
 use super::Config;
@@ -32,8 +32,9 @@ pub(super) enum Work<'a> {
     Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<AhoCorasick>, CompileError>> },
-    /// What the eval tests need from the configuration.
-    Evals { config: &'a Config, built: Option<Box<EvalData>> },
+    /// What the eval tests need from the configuration; their fixed patterns' programs
+    /// come from `shelf` when a compile cache lent it.
+    Evals { config: &'a Config, shelf: ProgramShelf, built: Option<Box<EvalData>> },
 }
 
 impl Job<'_> {
@@ -56,9 +57,9 @@ impl Job<'_> {
                     *built = Some(table.automaton());
                 }
             }
-            Work::Evals { config, built } => {
+            Work::Evals { config, shelf, built } => {
                 if built.is_none() {
-                    *built = Some(Box::new(EvalData::new(config)));
+                    *built = Some(Box::new(EvalData::with_programs(config, shelf)));
                 }
             }
         }
@@ -71,12 +72,13 @@ impl Job<'_> {
         }
     }
 
-    /// The eval data this job built (built here if the batch skipped it).
-    pub(super) fn into_evals(mut self) -> EvalData {
+    /// The eval data this job built (built here if the batch skipped it), and the shelf
+    /// of programs it read and added to.
+    pub(super) fn into_evals(mut self) -> (EvalData, ProgramShelf) {
         self.run();
         match self.0 {
-            Work::Evals { built: Some(data), .. } => *data,
-            _ => EvalData::default(),
+            Work::Evals { built: Some(data), shelf, .. } => (*data, shelf),
+            _ => (EvalData::default(), ProgramShelf::default()),
         }
     }
 

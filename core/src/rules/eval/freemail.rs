@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use super::re::{Patterns, Regex, Search};
 use super::wlbl::{glob_match, AddrSet, Registry};
 use crate::rules::EvalSettings;
+use crate::rules::cache::ProgramShelf;
 
 /// `freemail_max_body_emails`: this many different addresses in the body and the
 /// body is not used.
@@ -42,6 +43,11 @@ impl Default for FreemailData {
 impl FreemailData {
     /// Prepares the domain lists.
     pub fn new(settings: &EvalSettings, pats: &Patterns) -> FreemailData {
+        FreemailData::with_programs(settings, pats, &mut ProgramShelf::default())
+    }
+
+    /// [`FreemailData::new`], taking compiled programs from `shelf`.
+    pub(crate) fn with_programs(settings: &EvalSettings, pats: &Patterns, shelf: &mut ProgramShelf) -> FreemailData {
         let sorted = |v: &[alloc::string::String]| {
             let mut out: Vec<Vec<u8>> = v.iter().map(|s| s.as_bytes().to_ascii_lowercase()).collect();
             out.sort();
@@ -52,20 +58,22 @@ impl FreemailData {
             domains: sorted(&settings.freemail_domains),
             globs: settings.freemail_domain_globs.iter().map(|s| s.as_bytes().to_vec()).collect(),
             welcomelist: sorted(&settings.freemail_welcomelist),
-            default_welcomelist: pats.fixed(
+            default_welcomelist: pats.fixed_from(
                 concat!(
                     r"^(?:abuse|support|sales|info|helpdesk|contact|kontakt|(?:post|host|domain)master|undisclosed.*",
                     r"|request-[a-f0-9]{16}|bounced?-",
                     r"|[a-f0-9]{8}(?:\.[a-f0-9]{8}|-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12})|.+=.+=.+)\@"
                 ),
                 true,
+                shelf,
             ),
-            bulk_envfrom: pats.fixed(
+            bulk_envfrom: pats.fixed_from(
                 concat!(
                     r"(?:^(?:post|host|domain)master|^double-bounce|^(?:sentto|owner|return|(?:gr)?bounced?)-.+",
                     r"|-(?:request|bounces?|admin|owner)|\b(?:do[._-t]?)?no[._-t]?repl(?:y|ies)|.+=.+)\@"
                 ),
                 true,
+                shelf,
             ),
         }
     }

@@ -19,6 +19,7 @@ use super::wlbl::{self, addr_matches_rcvd, glob_match, in_list, welcomelist_rcvd
 use super::{Args, EvalContext, EvalError};
 use crate::msg::{self, Message};
 use crate::rules::{AddrList, Config, EvalOn, HeaderField, NetList, RcvdEntry, RuleKind};
+use crate::rules::cache::ProgramShelf;
 
 /// A native header eval test.
 #[derive(Debug, Clone)]
@@ -342,10 +343,10 @@ impl Default for HeaderPatterns {
 }
 
 impl HeaderPatterns {
-    fn new() -> HeaderPatterns {
-        let family = Patterns::new();
-        let fixed = FIXED.iter().map(|(p, icase)| family.fixed(p, *icase)).collect();
-        let is_ip_private = family.fixed(r"^(?:(?&PRIVATE))$", false);
+    fn new(shelf: &mut ProgramShelf) -> HeaderPatterns {
+        let family = Patterns::with_programs(shelf);
+        let fixed = FIXED.iter().map(|(p, icase)| family.fixed_from(p, *icase, shelf)).collect();
+        let is_ip_private = family.fixed_from(r"^(?:(?&PRIVATE))$", false, shelf);
         HeaderPatterns { fixed, family, is_ip_private }
     }
 
@@ -404,11 +405,16 @@ pub struct Trust {
 impl HeaderData {
     /// Prepares header-test data from `config`.
     pub fn new(config: &Config) -> HeaderData {
+        HeaderData::with_programs(config, &mut ProgramShelf::default())
+    }
+
+    /// [`HeaderData::new`], taking compiled programs from `shelf`.
+    pub(crate) fn with_programs(config: &Config, shelf: &mut ProgramShelf) -> HeaderData {
         let ev = &config.eval;
-        let patterns = HeaderPatterns::new();
-        let freemail = FreemailData::new(ev, &patterns.family);
+        let patterns = HeaderPatterns::new(shelf);
+        let freemail = FreemailData::with_programs(ev, &patterns.family, shelf);
         HeaderData {
-            received: ReceivedParser::with(patterns.family.clone()),
+            received: ReceivedParser::with(patterns.family.clone(), shelf),
             trust: Trust {
                 trusted: ev.trusted_networks.clone(),
                 internal: ev.internal_networks.clone(),

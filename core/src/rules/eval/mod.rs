@@ -16,6 +16,7 @@ use core::fmt;
 
 use crate::msg::Message;
 use crate::rules::{Config, EvalOn, RuleSet};
+use crate::rules::cache::ProgramShelf;
 
 pub mod body;
 pub mod dates;
@@ -101,7 +102,13 @@ pub struct EvalData {
 impl EvalData {
     /// Prepares what the eval tests need from `config`.
     pub fn new(config: &Config) -> EvalData {
-        EvalData { header: header::HeaderData::new(config), body: body::BodyData::new(config) }
+        EvalData::with_programs(config, &mut ProgramShelf::default())
+    }
+
+    /// [`EvalData::new`], taking the fixed patterns' programs from `shelf`, which a
+    /// compile cache lends: a warm start compiles none of them.
+    pub(crate) fn with_programs(config: &Config, shelf: &mut ProgramShelf) -> EvalData {
+        EvalData { header: header::HeaderData::with_programs(config, shelf), body: body::BodyData::new(config) }
     }
 }
 

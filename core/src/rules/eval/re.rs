@@ -20,6 +20,7 @@ use regex_syntax::hir::Hir;
 
 use crate::rules::backtrack::{self, BacktrackError, BacktrackScratch, Program};
 use crate::rules::perl::{self, Unsupported};
+use crate::rules::cache::ProgramShelf;
 
 /// Capture groups a pattern may have (group 0 is the whole match).
 pub const MAX_GROUPS: usize = 10;
@@ -111,6 +112,23 @@ impl Search {
     }
 }
 
+/// The program of `pattern`, which may call the sub-patterns of `subs` as `(?&NAME)`.
+fn program(pattern: &str, icase: bool, subs: Option<&Subs>) -> Result<Program, PatternError> {
+    let named = subs.map_or(&[][..], |s| &s.texts[..]);
+    let parsed = subs.and_then(|s| s.parsed.get(usize::from(icase))).filter(|p| !p.is_empty());
+    let body = expand(pattern, named, parsed.is_some())?;
+    let extended = perl::translate_backtracking(&body, if icase { "i" } else { "" }).map_err(PatternError::Perl)?;
+    let program = match parsed {
+        Some(parsed) => backtrack::compile_captures_with(&extended, parsed),
+        None => backtrack::compile_captures(&extended),
+    }
+    .map_err(PatternError::Program)?;
+    if program.captures() >= MAX_GROUPS {
+        return Err(PatternError::TooManyGroups);
+    }
+    Ok(program)
+}
+
 impl Regex {
     /// Compiles `pattern` (Perl syntax); `icase` is Perl's `/i`.
     pub fn new(pattern: &str, icase: bool) -> Result<Regex, PatternError> {
@@ -119,19 +137,7 @@ impl Regex {
 
     /// Compiles `pattern`, which may call the sub-patterns in `named` as `(?&NAME)`.
     fn with_subs(pattern: &str, icase: bool, subs: Option<&Subs>) -> Result<Regex, PatternError> {
-        let named = subs.map_or(&[][..], |s| &s.texts[..]);
-        let parsed = subs.and_then(|s| s.parsed.get(usize::from(icase))).filter(|p| !p.is_empty());
-        let body = expand(pattern, named, parsed.is_some())?;
-        let extended = perl::translate_backtracking(&body, if icase { "i" } else { "" }).map_err(PatternError::Perl)?;
-        let program = match parsed {
-            Some(parsed) => backtrack::compile_captures_with(&extended, parsed),
-            None => backtrack::compile_captures(&extended),
-        }
-        .map_err(PatternError::Program)?;
-        if program.captures() >= MAX_GROUPS {
-            return Err(PatternError::TooManyGroups);
-        }
-        Ok(Regex { program: Some(program) })
+        Ok(Regex { program: Some(program(pattern, icase, subs)?) })
     }
 
     /// Whether the pattern matches anywhere in `hay`.
@@ -328,11 +334,15 @@ impl Default for Patterns {
 impl Patterns {
     /// Compiles the IP-address family.
     pub fn new() -> Patterns {
-        let subs = Subs::parsed();
-        let fixed = |p: &str| Regex::with_subs(p, false, Some(&subs)).unwrap_or_else(|_| never());
-        let ip_private = fixed("^(?&PRIVATE)");
-        let is_ipv4 = fixed("^(?&IPV4)$");
-        Patterns { subs, ip_private, is_ipv4 }
+        Patterns::with_programs(&mut ProgramShelf::default())
+    }
+
+    /// [`Patterns::new`], taking compiled programs from `shelf` (and shelving new ones).
+    pub(crate) fn with_programs(shelf: &mut ProgramShelf) -> Patterns {
+        let mut patterns = Patterns { subs: Subs::parsed(), ip_private: never(), is_ipv4: never() };
+        patterns.ip_private = patterns.fixed_from("^(?&PRIVATE)", false, shelf);
+        patterns.is_ipv4 = patterns.fixed_from("^(?&IPV4)$", false, shelf);
+        patterns
     }
 
     /// Compiles `pattern`, which may use `(?&IP)`, `(?&IPV4)`, `(?&LOCALHOST)` and `(?&PRIVATE)`.
@@ -344,6 +354,14 @@ impl Patterns {
     /// the tests catch) becomes a pattern that never matches.
     pub fn fixed(&self, pattern: &str, icase: bool) -> Regex {
         self.compile(pattern, icase).unwrap_or_else(|_| never())
+    }
+
+    /// [`Patterns::fixed`], its program from `shelf` when a compile cache kept it.
+    pub(crate) fn fixed_from(&self, pattern: &str, icase: bool, shelf: &mut ProgramShelf) -> Regex {
+        match shelf.program(pattern, icase, || program(pattern, icase, Some(&self.subs))) {
+            Ok(program) => Regex { program: Some(program) },
+            Err(_) => never(),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use super::header::HeaderData;
 use super::re::{is_space, never, Patterns, Regex, Search};
 use crate::msg::{self, Message};
 use crate::rules::{NetList, NetRange};
+use crate::rules::cache::ProgramShelf;
 
 /// Relays kept per message; SpamAssassin keeps all of them.
 pub const MAX_RELAYS: usize = 20;
@@ -1569,14 +1570,16 @@ impl LineCx<'_> {
 impl ReceivedParser {
     /// Compiles SpamAssassin's Received formats.
     pub fn new() -> ReceivedParser {
-        ReceivedParser::with(Patterns::new())
+        let mut shelf = ProgramShelf::default();
+        ReceivedParser::with(Patterns::with_programs(&mut shelf), &mut shelf)
     }
 
-    /// [`ReceivedParser::new`] with the IP-address family already compiled.
-    pub fn with(family: Patterns) -> ReceivedParser {
-        let pats = RECEIVED_PATTERNS.iter().map(|(p, icase)| family.fixed(p, *icase)).collect();
+    /// [`ReceivedParser::new`] with the IP-address family already compiled, taking
+    /// compiled programs from `shelf`.
+    pub(crate) fn with(family: Patterns, shelf: &mut ProgramShelf) -> ReceivedParser {
+        let pats = RECEIVED_PATTERNS.iter().map(|(p, icase)| family.fixed_from(p, *icase, shelf)).collect();
         let ip_private = family.ip_private.clone();
-        let ip_search = family.fixed("(?&IP)", false);
+        let ip_search = family.fixed_from("(?&IP)", false, shelf);
         ReceivedParser { pats, patterns: IpPatterns { family, ip_private, ip_search } }
     }
 
