@@ -126,8 +126,8 @@ pub struct DaemonOptions {
     pub lazy_cache_mib: usize,
     /// Keep the compiled automata (dense DFAs, the NFAs of the lazy ones, the programs
     /// of backtracking patterns, each pattern's prefilter literals) in this file and
-    /// reuse them at the next start or SIGHUP: a restart with unchanged rules skips most
-    /// of the compile, and rebuilds the rest on every core. Created if missing.
+    /// reuse them at the next start, SIGHUP or `scan`: a restart with unchanged rules
+    /// skips most of the compile, and rebuilds the rest on every core. Created if missing.
     #[arg(long = "compile-cache", value_name = "PATH")]
     pub compile_cache: Option<std::path::PathBuf>,
     /// Rewrite a Prometheus text file with the statistics every few seconds.
