@@ -41,8 +41,9 @@ const LAZY_CACHE: usize = 1024 * 1024;
 const BIG_NFA: usize = 1000;
 /// Cache limit for those lazy DFAs.
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
-/// Bump when the automaton a pattern compiles to changes (how lines are made local, the
-/// syntax or DFA configuration): entries of `--compile-cache` files from before then miss.
+/// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
+/// how lines are made local, the syntax or DFA configuration): entries of
+/// `--compile-cache` files from before then miss.
 pub(crate) const AUTOMATA_REVISION: u32 = 4;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
@@ -417,18 +418,21 @@ enum Dense<'c> {
     Cached(&'c mut DfaCache),
 }
 
-/// The cache key of a pattern compiled from `source` (a regex, or with `tag` what it is
-/// written in) for lines cut as `span`, by this compiler.
+/// The cache key of a pattern compiled from `source`, written as `tag` says (`perl` as
+/// in a rule, `regex` in regex-automata syntax), for lines cut as `span`, by this compiler.
 fn pattern_key(tag: &[u8], source: &str, span: Span) -> cache::Key {
     let span_tag: &[u8] = match span {
         Span::Whole => b"whole",
         Span::Lines => b"lines",
     };
-    let mut parts: [&[u8]; 6] =
-        [tag, source.as_bytes(), span_tag, &DENSE_LIMIT.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()];
-    // A regex's key keeps the shape it always had: no tag part.
-    let parts: &mut [&[u8]] = if tag.is_empty() { parts.get_mut(1..).unwrap_or_default() } else { &mut parts };
-    cache::key(parts)
+    cache::key(&[
+        tag,
+        source.as_bytes(),
+        span_tag,
+        &DENSE_LIMIT.to_le_bytes(),
+        &AUTOMATA_REVISION.to_le_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+    ])
 }
 
 /// What the cache holds under a pattern's key.
@@ -437,6 +441,7 @@ enum Lookup {
     Found(Built),
     /// Too big for a dense DFA; its NFA was not kept.
     TooBig,
+    /// Not in the cache, or no cache.
     Unknown,
 }
 
@@ -465,7 +470,7 @@ fn build_matcher(
     prefilters: &mut Prefilters,
     dense: &mut Dense<'_>,
 ) -> Result<Built, DisabledReason> {
-    let key = pattern_key(b"", translated, span);
+    let key = pattern_key(b"regex", translated, span);
     match cached_matcher(&key, lazy, dense)? {
         Lookup::Found(built) => Ok(built),
         Lookup::TooBig => compile_matcher(translated, key, true, span, lazy, prefilters, dense),
