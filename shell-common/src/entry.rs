@@ -17,14 +17,13 @@ pub fn main(platform: &dyn Platform) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// Loads and compiles the rules; `for_lint` skips building dense DFAs (see [`RuleSet::check`]).
-fn compile(sources: &RuleSources, for_lint: bool) -> Result<(Config, RuleSet), i32> {
+/// Loads the rules and checks what compiles, without building dense DFAs (see [`RuleSet::check`]).
+fn check(sources: &RuleSources) -> Result<(Config, RuleSet), i32> {
     let config = load_config(sources).map_err(|e| {
         eprintln!("siftd: {e}");
         exit::CONFIG
     })?;
-    let built = if for_lint { RuleSet::check(&config) } else { RuleSet::compile(&config) };
-    let rules = built.map_err(|e| {
+    let rules = RuleSet::check(&config).map_err(|e| {
         eprintln!("siftd: {e}");
         exit::CONFIG
     })?;
@@ -47,7 +46,7 @@ fn scan_rules(sources: &RuleSources, cache: Option<&std::path::Path>) -> Result<
 fn run(options: Options, platform: &dyn Platform) -> i32 {
     let sources = options.rule_sources();
     if options.lint {
-        return match compile(&sources, true) {
+        return match check(&sources) {
             Ok((config, rules)) => {
                 let report = if options.json { lint::json(&config, &rules) } else { lint::text(&config, &rules) };
                 print!("{report}");
