@@ -390,7 +390,7 @@ impl DfaCache {
                 entry.ready = Some(Backtrack::read_image(entry.image.bytes(image)));
             }
         }
-        ProgramShelf { entries, ..ProgramShelf::default() }
+        ProgramShelf { lent: true, entries, ..ProgramShelf::default() }
     }
 
     /// Takes back what [`DfaCache::lend_programs`] lent, with the programs compiled since.
@@ -433,10 +433,13 @@ impl DfaCache {
     }
 }
 
-/// Compiled backtracking programs of the eval tests, lent by a cache (or empty) to the
-/// job building the eval data: it runs beside the rule loop, which holds the cache.
+/// Compiled backtracking programs of the eval tests, lent by a cache to the job building
+/// the eval data: it runs beside the rule loop, which holds the cache. The default shelf,
+/// with no cache behind it, only compiles.
 #[derive(Default)]
 pub(crate) struct ProgramShelf {
+    /// Lent by a cache: programs are looked up and new ones kept.
+    lent: bool,
     entries: BTreeMap<Key, BacktrackEntry>,
     used: Vec<Key>,
     found: usize,
@@ -447,6 +450,9 @@ impl ProgramShelf {
     /// The program of eval pattern `pattern` (`icase`: Perl's `/i`): from the shelf, or
     /// `compile`d and shelved for the next start.
     pub(crate) fn program<E>(&mut self, pattern: &str, icase: bool, compile: impl FnOnce() -> Result<Program, E>) -> Result<Program, E> {
+        if !self.lent {
+            return compile();
+        }
         let key = key(&[
             b"eval",
             pattern.as_bytes(),

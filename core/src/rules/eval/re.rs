@@ -353,7 +353,7 @@ impl Patterns {
     /// [`Patterns::compile`] for a pattern known to be valid; an invalid one (a bug
     /// the tests catch) becomes a pattern that never matches.
     pub fn fixed(&self, pattern: &str, icase: bool) -> Regex {
-        self.compile(pattern, icase).unwrap_or_else(|_| never())
+        self.fixed_from(pattern, icase, &mut ProgramShelf::default())
     }
 
     /// [`Patterns::fixed`], its program from `shelf` when a compile cache kept it.
