@@ -43,9 +43,11 @@ pub struct Scratch {
     meta_marks: MetaMarks,
     /// One per lazy DFA, made when a scan first runs it: a worker pays only for the
     /// lazy DFAs its mail needs.
-    caches: Vec<Option<hybrid::dfa::Cache>>,
+    caches: Vec<CacheSlot>,
     /// Most bytes `caches` may keep between scans.
     cache_budget: usize,
+    /// Scans made with this scratch: when each cache was last used.
+    scans: u64,
     backtrack: BacktrackScratch,
     eval: EvalScratch,
 }
@@ -87,8 +89,9 @@ impl Scratch {
             },
             meta_stack: Vec::with_capacity(rules.meta_stack),
             meta_marks: MetaMarks { epoch: 0, marked: alloc::vec![0; rules.metas.len()] },
-            caches: rules.lazy_dfas.iter().map(|_| None).collect(),
+            caches: rules.lazy_dfas.iter().map(|_| CacheSlot::default()).collect(),
             cache_budget: usize::MAX,
+            scans: 0,
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
             eval: EvalScratch::default(),
         }
@@ -99,29 +102,53 @@ impl Scratch {
     /// Heap bytes the lazy DFAs' caches hold now: the part of a worker's private
     /// memory that grows with the mail it has seen.
     pub fn lazy_cache_bytes(&self) -> usize {
-        self.caches.iter().flatten().map(hybrid::dfa::Cache::memory_usage).sum()
+        self.caches.iter().map(CacheSlot::bytes).sum()
+    }
+
+    /// Times the lazy DFAs' caches kept now were cleared for room within one search:
+    /// states rebuilt over and over, which a bench should see.
+    pub fn lazy_cache_clears(&self) -> usize {
+        self.caches.iter().filter_map(|slot| slot.cache.as_ref()).map(hybrid::dfa::Cache::clear_count).sum()
     }
 
     /// Caps what the lazy DFAs' caches keep between scans: after a scan that leaves
-    /// them above `bytes`, the largest are emptied until they fit. A worker's memory then
-    /// stays bounded whatever mail it sees, at the cost of rebuilding states.
-    /// Default: no cap.
+    /// them above `bytes`, the least recently used are dropped until they fit. A worker's
+    /// memory then stays bounded whatever mail it sees, at the cost of rebuilding states
+    /// of the DFAs its mail needs least. Default: no cap.
     pub fn set_lazy_cache_budget(&mut self, bytes: usize) {
         self.cache_budget = bytes;
     }
 
-    /// Drops the largest lazy DFA caches while they hold more than the budget.
+    /// Drops lazy DFA caches while they hold more than the budget: the least recently
+    /// used first, of those the largest. Dropping the largest alone would throw away the
+    /// hot caches of the big DFAs that most mail runs, only to rebuild them.
     fn trim_caches(&mut self) {
         if self.cache_budget == usize::MAX {
             return;
         }
         let mut total = self.lazy_cache_bytes();
         while total > self.cache_budget {
-            let largest = self.caches.iter_mut().max_by_key(|c| c.as_ref().map_or(0, hybrid::dfa::Cache::memory_usage));
-            let Some(slot) = largest else { break };
-            let Some(cache) = slot.take() else { break };
+            let stalest = self
+                .caches
+                .iter_mut()
+                .filter(|slot| slot.cache.is_some())
+                .min_by_key(|slot| (slot.last_scan, core::cmp::Reverse(slot.bytes())));
+            let Some(cache) = stalest.and_then(|slot| slot.cache.take()) else { break };
             total = total.saturating_sub(cache.memory_usage());
         }
+    }
+}
+
+/// A lazy DFA's cache in a scratch, with the scan that last used it.
+#[derive(Default)]
+struct CacheSlot {
+    cache: Option<hybrid::dfa::Cache>,
+    last_scan: u64,
+}
+
+impl CacheSlot {
+    fn bytes(&self) -> usize {
+        self.cache.as_ref().map_or(0, hybrid::dfa::Cache::memory_usage)
     }
 }
 
@@ -194,6 +221,7 @@ impl RuleSet {
             }
         }
         scratch.hits.clear();
+        scratch.scans += 1;
         let Scratch { msg: bufs, .. } = scratch;
         let message = Message::parse(raw, bufs);
         let overflow = message.overflow();
@@ -218,7 +246,13 @@ impl RuleSet {
             pattern_first: &mut scratch.pattern_first,
             pattern_last: &mut scratch.pattern_last,
             candidates: &mut scratch.candidates,
-            engines: Engines { dfas: &self.lazy_dfas, caches: &mut scratch.caches, programs: &self.programs, backtrack: &mut scratch.backtrack },
+            engines: Engines {
+                dfas: &self.lazy_dfas,
+                caches: &mut scratch.caches,
+                scan: scratch.scans,
+                programs: &self.programs,
+                backtrack: &mut scratch.backtrack,
+            },
         };
         let eval = &mut scratch.eval;
         self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval);
@@ -558,7 +592,9 @@ fn advance_epoch(epoch: &mut u32, marks: &mut [&mut [u32]]) -> u32 {
 /// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
-    caches: &'s mut [Option<hybrid::dfa::Cache>],
+    caches: &'s mut [CacheSlot],
+    /// This scan's number, marked on each cache it uses.
+    scan: u64,
     programs: &'s [Program],
     backtrack: &'s mut BacktrackScratch,
 }
@@ -815,7 +851,10 @@ pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, engines: &m
         let found = match matcher {
             Matcher::Dense(dfa) => dfa.try_search_fwd(&input).ok().flatten(),
             Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
-                (Some(dfa), Some(slot)) => dfa.try_search_fwd(slot.get_or_insert_with(|| dfa.create_cache()), &input).ok().flatten(),
+                (Some(dfa), Some(slot)) => {
+                    slot.last_scan = engines.scan;
+                    dfa.try_search_fwd(slot.cache.get_or_insert_with(|| dfa.create_cache()), &input).ok().flatten()
+                }
                 _ => None,
             },
             Matcher::Backtrack { .. } => None,
@@ -1008,6 +1047,72 @@ mod tests {
             }
             let _ = set.scan(message.as_bytes(), &mut scratch);
             assert_eq!(scratch.lazy_cache_bytes() > fresh, grows, "budget {budget:?}");
+        }
+    }
+
+    #[test]
+    fn lazy_cache_clears_table() {
+        // Each new 17-byte window of random a/b text is a new state of this lazy DFA: a
+        // long enough line fills its cache, which is then cleared and refilled.
+        let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        let cases: &[(usize, bool)] = &[(4_000, false), (300_000, true)];
+        for &(len, cleared) in cases {
+            let mut seed = 3u32;
+            let text: String = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    if seed >> 16 & 1 == 0 { 'a' } else { 'b' }
+                })
+                .collect();
+            let mut scratch = Scratch::new(&set);
+            let _ = set.scan(alloc::format!("Subject: t\r\n\r\n{text}\r\n").as_bytes(), &mut scratch);
+            assert_eq!(scratch.lazy_cache_clears() > 0, cleared, "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn lazy_cache_trim_order_table() {
+        // Two lazy DFAs, each run only on the message holding its literal; B's text is
+        // longer, so its cache is the larger.
+        let config = parse_str("t.cf", "body A /xqz[ab]*a[ab]{16}c/\nbody B /wvy[de]*d[de]{16}f/\n").expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        assert_eq!(set.lazy_dfas.len(), 2, "the test needs two lazy DFAs");
+        let text = |len: usize, x: char, y: char| -> String {
+            let mut seed = 11u32;
+            (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    if seed >> 16 & 1 == 0 { x } else { y }
+                })
+                .collect()
+        };
+        let a = alloc::format!("Subject: t\r\n\r\nxqz{}\r\n", text(300, 'a', 'b'));
+        let b = alloc::format!("Subject: t\r\n\r\nwvy{}\r\n", text(4000, 'd', 'e'));
+        let kept = |scratch: &Scratch| -> Vec<bool> { scratch.caches.iter().map(|slot| slot.cache.is_some()).collect() };
+        let alone = |message: &str| {
+            let mut scratch = Scratch::new(&set);
+            let _ = set.scan(message.as_bytes(), &mut scratch);
+            scratch.lazy_cache_bytes()
+        };
+        let (size_a, size_b) = (alone(&a), alone(&b));
+        assert!(size_b > size_a, "B's cache must be the larger: {size_a} {size_b}");
+        // Room for either cache, not both: the one used longest ago goes, even when smaller.
+        let budget = size_b;
+        let cases: &[(&[&str], [bool; 2])] = &[
+            (&[&a], [true, false]),
+            (&[&a, &b], [false, true]),
+            (&[&b, &a], [true, false]),
+            (&[&a, &b, &a], [true, false]),
+            (&[&b, &a, &b], [false, true]),
+        ];
+        for (sequence, want) in cases {
+            let mut scratch = Scratch::new(&set);
+            scratch.set_lazy_cache_budget(budget);
+            for message in sequence.iter() {
+                let _ = set.scan(message.as_bytes(), &mut scratch);
+            }
+            assert_eq!(kept(&scratch), want.to_vec(), "sequence of {} messages", sequence.len());
         }
     }
 

@@ -95,5 +95,9 @@ fn main() {
     println!("scan (one core, {passes} passes): {:.0} messages/s, {:.1} MB/s raw, {:.1} MB/s rendered, {:.1} us/message", n / secs, raw_bytes as f64 * passes as f64 / secs / 1e6, rendered as f64 * passes as f64 / secs / 1e6, secs / n * 1e6);
     println!("scan CPU time: {:.0} messages/s, {:.1} MB/s rendered, {:.1} us/message", n / cpu_secs, rendered as f64 * passes as f64 / cpu_secs / 1e6, cpu_secs / n * 1e6);
     println!("verdicts: {} spam of {} per pass", spam / passes, messages.len());
-    println!("lazy DFA caches of this worker after the passes: {:.1} MiB", scratch.lazy_cache_bytes() as f64 / 1048576.0);
+    println!(
+        "lazy DFA caches of this worker after the passes: {:.1} MiB, cleared for room {} times",
+        scratch.lazy_cache_bytes() as f64 / 1048576.0,
+        scratch.lazy_cache_clears()
+    );
 }
