@@ -10,6 +10,8 @@ use sift_core::scan::Scratch;
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/profile.rs"]
+mod profile;
 
 fn main() {
     let Some(paths) = corpus::paths_or_skip() else { return };
@@ -46,4 +48,5 @@ fn main() {
     println!("rules: embedded, {} defined, compiled in {:.1} ms", rules.rule_count(), compile_time.as_secs_f64() * 1e3);
     println!("scan (one core, {passes} passes): {:.0} messages/s, {:.1} MB/s raw, {:.1} MB/s rendered, {:.1} us/message", n / secs, raw_bytes as f64 * passes as f64 / secs / 1e6, rendered as f64 * passes as f64 / secs / 1e6, secs / n * 1e6);
     println!("verdicts: {} spam of {} per pass", spam / passes, messages.len());
+    profile::print_if_asked(&rules, &messages, &mut scratch);
 }

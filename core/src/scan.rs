@@ -209,9 +209,51 @@ impl<'a> Verdict<'a> {
     }
 }
 
+/// Where a scan's time goes: [`RuleSet::scan_probed`] reads the probe's clock around
+/// each rule and each phase, so a bench can tell which rules bound the scan.
+pub trait Probe {
+    /// A reading of the probe's clock, in units of its choosing.
+    fn now(&mut self) -> u64;
+    /// `cost` took the time from `started` (a reading of [`Probe::now`]) to now.
+    fn spent(&mut self, cost: Cost, started: u64);
+}
+
+/// What a [`Probe`]'s time was spent on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cost {
+    /// One rule's pattern or test, by rule id ([`RuleSet::rule_name`]).
+    Rule(u32),
+    /// Parsing and rendering the message.
+    Parse,
+    /// Reading the `Received` chain for the eval tests.
+    Relays,
+    /// Preparing a target's text and finding its prefilter literals.
+    Prefilter(RuleType),
+    /// Running the metas.
+    Metas,
+}
+
+/// The probe of a plain scan: no clock, nothing recorded.
+struct Unprobed;
+
+impl Probe for Unprobed {
+    #[inline(always)]
+    fn now(&mut self) -> u64 {
+        0
+    }
+
+    #[inline(always)]
+    fn spent(&mut self, _: Cost, _: u64) {}
+}
+
 impl RuleSet {
     /// Scans `raw`, a whole message, with this rule set. Allocates nothing once `scratch` is warm.
     pub fn scan<'a>(&'a self, raw: &[u8], scratch: &'a mut Scratch) -> Verdict<'a> {
+        self.scan_probed(raw, scratch, &mut Unprobed)
+    }
+
+    /// [`RuleSet::scan`], timing each rule and phase with `probe`: for profiling.
+    pub fn scan_probed<'a, P: Probe>(&'a self, raw: &[u8], scratch: &'a mut Scratch, probe: &mut P) -> Verdict<'a> {
         if scratch.ruleset != self.id {
             *scratch = Scratch::with_limits(self, scratch.limits);
         }
@@ -223,9 +265,13 @@ impl RuleSet {
         scratch.hits.clear();
         scratch.scans += 1;
         let Scratch { msg: bufs, .. } = scratch;
+        let started = probe.now();
         let message = Message::parse(raw, bufs);
+        probe.spent(Cost::Parse, started);
         let overflow = message.overflow();
+        let started = probe.now();
         scratch.eval.prepare(&message, &self.eval_data);
+        probe.spent(Cost::Relays, started);
         let mut state = ScanState {
             rules: self,
             counts: &mut scratch.counts,
@@ -255,15 +301,17 @@ impl RuleSet {
             },
         };
         let eval = &mut scratch.eval;
-        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval);
-        run_lines(&self.body, message.body(), &mut state, &mut lines);
-        run_lines(&self.rawbody, message.rawbody(), &mut state, &mut lines);
-        run_lines(&self.uri, message.uris(), &mut state, &mut lines);
-        run_whole(&self.full, message.raw(), &mut state, &mut lines);
-        self.scan_mimeheaders(&message, &mut state, &mut lines.engines);
-        self.run_evals(&message, &mut state, eval);
+        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval, probe);
+        run_lines(&self.body, RuleType::Body, message.body(), &mut state, &mut lines, probe);
+        run_lines(&self.rawbody, RuleType::RawBody, message.rawbody(), &mut state, &mut lines, probe);
+        run_lines(&self.uri, RuleType::Uri, message.uris(), &mut state, &mut lines, probe);
+        run_whole(&self.full, message.raw(), &mut state, &mut lines, probe);
+        self.scan_mimeheaders(&message, &mut state, &mut lines.engines, probe);
+        self.run_evals(&message, &mut state, eval, probe);
         scratch.epoch = lines.epoch;
+        let started = probe.now();
         self.run_metas(&mut state, &mut scratch.meta_stack, &mut scratch.meta_marks);
+        probe.spent(Cost::Metas, started);
         scratch.trim_caches();
 
         let mut score = Score::ZERO;
@@ -299,10 +347,12 @@ impl RuleSet {
         lines: &mut LineScratch<'_>,
         text: &mut HeaderText,
         eval: &EvalScratch,
+        probe: &mut impl Probe,
     ) {
         if self.headers.is_empty() {
             return;
         }
+        let started = probe.now();
         let HeaderText { all: all_headers, target, names } = text;
         // The decoded header block: the `ALL` target and, with the raw block, the prefilter's haystack.
         message.decoded_header_block(all_headers);
@@ -316,9 +366,11 @@ impl RuleSet {
                 }
             }
         }
+        probe.spent(Cost::Prefilter(RuleType::Header), started);
         let mut built_for: Option<u32> = None;
         let mut present = false;
         for check in &self.headers {
+            let started = probe.now();
             let candidate = check.literals.is_empty()
                 || check.literals.iter().any(|&l| lines.literal_epoch.get(l as usize) == Some(&epoch));
             if !candidate {
@@ -342,10 +394,11 @@ impl RuleSet {
                 HeaderCheckTest::NotMatches(m) => u32::from(count_matches(m, text, 1, &mut lines.engines) == 0),
             };
             state.add(check.rule, n);
+            probe.spent(Cost::Rule(check.rule), started);
         }
     }
 
-    fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, engines: &mut Engines<'_>) {
+    fn scan_mimeheaders(&self, message: &Message<'_>, state: &mut ScanState<'_>, engines: &mut Engines<'_>, probe: &mut impl Probe) {
         if self.mimeheaders.is_empty() {
             return;
         }
@@ -356,24 +409,28 @@ impl RuleSet {
                 for check in same_name.take_while(|c| c.name.as_bytes().eq_ignore_ascii_case(h.name)) {
                     let max = state.max_hits(check.rule);
                     if max > 0 {
+                        let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
                         let n = count_matches(&check.matcher, value, max, engines);
                         state.add(check.rule, n);
+                        probe.spent(Cost::Rule(check.rule), started);
                     }
                 }
             }
         }
     }
 
-    fn run_evals(&self, message: &Message<'_>, state: &mut ScanState<'_>, eval: &mut EvalScratch) {
+    fn run_evals(&self, message: &Message<'_>, state: &mut ScanState<'_>, eval: &mut EvalScratch, probe: &mut impl Probe) {
         if self.evals.is_empty() {
             return;
         }
         let EvalScratch { relays, tests } = eval;
         let cx = EvalContext { message, data: &self.eval_data, relays };
         for check in &self.evals {
+            let started = probe.now();
             let n = check.test.run(&cx, tests).min(state.max_hits(check.rule));
             state.add(check.rule, n);
+            probe.spent(Cost::Rule(check.rule), started);
         }
     }
 
@@ -736,12 +793,15 @@ fn prefilter(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
 }
 
 /// Runs a line-oriented target (`body`, `rawbody`, `uri`): each pattern sees one line at a time.
-fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     if program.patterns.is_empty() {
         return;
     }
+    let started = probe.now();
     prefilter(program, text, s);
+    probe.spent(Cost::Prefilter(target), started);
     for i in 0..s.candidates.len() {
+        let started = probe.now();
         let Some(&p) = s.candidates.get(i) else { break };
         let (Some(&first), Some(&last)) = (s.pattern_first.get(p as usize), s.pattern_last.get(p as usize)) else {
             continue;
@@ -760,31 +820,39 @@ fn run_lines(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
                 let n = count_matches(&pattern.matcher, line, max, &mut s.engines);
                 state.add(pattern.rule, n);
             }
+            probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
         let start = line_start(text, first as usize);
         let end = line_end(text, last as usize);
         let n = count_in_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
+        probe.spent(Cost::Rule(pattern.rule), started);
     }
     for &p in &program.unfiltered {
+        let started = probe.now();
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
         let n = count_in_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
+        probe.spent(Cost::Rule(pattern.rule), started);
     }
 }
 
 /// Runs `full` rules: each pattern sees the whole message.
-fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     if program.patterns.is_empty() {
         return;
     }
+    let started = probe.now();
     prefilter(program, text, s);
+    probe.spent(Cost::Prefilter(RuleType::Full), started);
     let candidates = s.candidates.iter().copied().chain(program.unfiltered.iter().copied());
     for p in candidates {
+        let started = probe.now();
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
         let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
+        probe.spent(Cost::Rule(pattern.rule), started);
     }
 }
 
@@ -1047,6 +1115,56 @@ mod tests {
             }
             let _ = set.scan(message.as_bytes(), &mut scratch);
             assert_eq!(scratch.lazy_cache_bytes() > fresh, grows, "budget {budget:?}");
+        }
+    }
+
+    #[test]
+    fn probe_table() {
+        /// Records what was timed; its clock ticks once a reading.
+        #[derive(Default)]
+        struct Recorder {
+            tick: u64,
+            costs: Vec<Cost>,
+        }
+        impl Probe for Recorder {
+            fn now(&mut self) -> u64 {
+                self.tick += 1;
+                self.tick
+            }
+            fn spent(&mut self, cost: Cost, started: u64) {
+                assert!(started < self.now(), "{cost:?} started after it ended");
+                self.costs.push(cost);
+            }
+        }
+        // (rules, rules timed, rules not timed (filtered out), phases timed)
+        type Row<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [Cost]);
+        let cases: &[Row<'_>] = &[
+            ("body A /viagra/i", &["A"], &[], &[Cost::Parse, Cost::Relays, Cost::Prefilter(RuleType::Body), Cost::Metas]),
+            ("body A /zzqq/\nbody B /[a-z]+ friend/", &["B"], &["A"], &[Cost::Prefilter(RuleType::Body)]),
+            ("header H Subject =~ /viagra/i\nheader N Subject =~ /zzqq/", &["H"], &["N"], &[Cost::Prefilter(RuleType::Header)]),
+            ("rawbody R /viagra and/", &["R"], &[], &[Cost::Prefilter(RuleType::RawBody)]),
+            ("uri U /pharma/", &["U"], &[], &[Cost::Prefilter(RuleType::Uri)]),
+            ("full F /^From: /m", &["F"], &[], &[Cost::Prefilter(RuleType::Full)]),
+            ("mimeheader M Content-Type =~ /text/", &["M"], &[], &[Cost::Parse]),
+            ("body __A /viagra/i\nmeta M __A", &["__A"], &["M"], &[Cost::Metas]),
+        ];
+        for (rules, timed, untimed, phases) in cases {
+            let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
+            let mut recorder = Recorder::default();
+            let mut scratch = Scratch::new(&set);
+            let probed: Vec<String> = set.scan_probed(MSG.as_bytes(), &mut scratch, &mut recorder).hits().map(|h| String::from(h.name)).collect();
+            let plain: Vec<String> = set.scan(MSG.as_bytes(), &mut scratch).hits().map(|h| String::from(h.name)).collect();
+            assert_eq!(probed, plain, "{rules}: a probe changes no verdict");
+            let rule_timed = |name: &str| set.rule_id(name).is_some_and(|id| recorder.costs.contains(&Cost::Rule(id)));
+            for name in *timed {
+                assert!(rule_timed(name), "{rules}: {name} not timed in {:?}", recorder.costs);
+            }
+            for name in *untimed {
+                assert!(!rule_timed(name), "{rules}: {name} timed");
+            }
+            for phase in *phases {
+                assert!(recorder.costs.contains(phase), "{rules}: {phase:?} not timed in {:?}", recorder.costs);
+            }
         }
     }
 

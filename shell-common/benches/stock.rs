@@ -14,6 +14,8 @@ use siftd_common::sys::thread_cpu_time;
 
 #[path = "../../core/benches/support/corpus.rs"]
 mod corpus;
+#[path = "../../core/benches/support/profile.rs"]
+mod profile;
 
 fn main() {
     let Some(paths) = corpus::paths_or_skip() else { return };
@@ -100,4 +102,5 @@ fn main() {
         scratch.lazy_cache_bytes() as f64 / 1048576.0,
         scratch.lazy_cache_clears()
     );
+    profile::print_if_asked(&rules, &messages, &mut scratch);
 }
