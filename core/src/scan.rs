@@ -952,6 +952,18 @@ mod tests {
         (v.hits().map(|h| String::from(h.name)).collect(), v.score.0)
     }
 
+    /// `len` characters, each `x` or `y` as a seeded generator's coin falls: text that
+    /// keeps meeting new states of a lazy DFA over `[xy]`.
+    fn coin_text(len: usize, seed: u32, x: char, y: char) -> String {
+        let mut seed = seed;
+        (0..len)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                if seed >> 16 & 1 == 0 { x } else { y }
+            })
+            .collect()
+    }
+
     #[test]
     fn advance_epoch_table() {
         // (epoch before, marks before) -> (epoch after, marks after): a wrap clears the marks.
@@ -1096,13 +1108,7 @@ mod tests {
         let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
         let set = RuleSet::compile(&config).expect("compile");
         assert!(!set.lazy_dfas.is_empty(), "the test needs a lazy DFA");
-        let mut seed = 7u32;
-        let text: String = (0..4000)
-            .map(|_| {
-                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                if seed >> 16 & 1 == 0 { 'a' } else { 'b' }
-            })
-            .collect();
+        let text = coin_text(4000, 7, 'a', 'b');
         let message = alloc::format!("Subject: t\r\n\r\n{text}\r\n");
         let fresh = Scratch::new(&set).lazy_cache_bytes();
         assert_eq!(fresh, 0, "a cache is made when its DFA first runs");
@@ -1176,13 +1182,7 @@ mod tests {
         let set = RuleSet::compile(&config).expect("compile");
         let cases: &[(usize, bool)] = &[(4_000, false), (300_000, true)];
         for &(len, cleared) in cases {
-            let mut seed = 3u32;
-            let text: String = (0..len)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                    if seed >> 16 & 1 == 0 { 'a' } else { 'b' }
-                })
-                .collect();
+            let text = coin_text(len, 3, 'a', 'b');
             let mut scratch = Scratch::new(&set);
             let _ = set.scan(alloc::format!("Subject: t\r\n\r\n{text}\r\n").as_bytes(), &mut scratch);
             assert_eq!(scratch.lazy_cache_clears() > 0, cleared, "{len} bytes");
@@ -1196,17 +1196,8 @@ mod tests {
         let config = parse_str("t.cf", "body A /xqz[ab]*a[ab]{16}c/\nbody B /wvy[de]*d[de]{16}f/\n").expect("parse");
         let set = RuleSet::compile(&config).expect("compile");
         assert_eq!(set.lazy_dfas.len(), 2, "the test needs two lazy DFAs");
-        let text = |len: usize, x: char, y: char| -> String {
-            let mut seed = 11u32;
-            (0..len)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                    if seed >> 16 & 1 == 0 { x } else { y }
-                })
-                .collect()
-        };
-        let a = alloc::format!("Subject: t\r\n\r\nxqz{}\r\n", text(300, 'a', 'b'));
-        let b = alloc::format!("Subject: t\r\n\r\nwvy{}\r\n", text(4000, 'd', 'e'));
+        let a = alloc::format!("Subject: t\r\n\r\nxqz{}\r\n", coin_text(300, 11, 'a', 'b'));
+        let b = alloc::format!("Subject: t\r\n\r\nwvy{}\r\n", coin_text(4000, 11, 'd', 'e'));
         let kept = |scratch: &Scratch| -> Vec<bool> { scratch.caches.iter().map(|slot| slot.cache.is_some()).collect() };
         let alone = |message: &str| {
             let mut scratch = Scratch::new(&set);
