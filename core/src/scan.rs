@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use aho_corasick::AhoCorasick;
 use regex_automata::dfa::Automaton;
-use regex_automata::{hybrid, Input};
+use regex_automata::{hybrid, Anchored, HalfMatch, Input};
 
 use crate::msg::{self, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
@@ -33,7 +33,7 @@ pub struct Scratch {
     literal_head: Vec<u32>,
     hit_pos: Vec<u32>,
     hit_next: Vec<u32>,
-    line_starts: Vec<u32>,
+    starts: Vec<u32>,
     pattern_epoch: Vec<u32>,
     pattern_first: Vec<u32>,
     pattern_last: Vec<u32>,
@@ -77,7 +77,7 @@ impl Scratch {
             literal_head: alloc::vec![NO_HIT; lits],
             hit_pos: Vec::with_capacity(MAX_HITS),
             hit_next: Vec::with_capacity(MAX_HITS),
-            line_starts: Vec::with_capacity(MAX_HITS),
+            starts: Vec::with_capacity(MAX_HITS),
             pattern_epoch: alloc::vec![0; pats],
             pattern_first: alloc::vec![0; pats],
             pattern_last: alloc::vec![0; pats],
@@ -286,7 +286,7 @@ impl RuleSet {
             literal_head: &mut scratch.literal_head,
             hit_pos: &mut scratch.hit_pos,
             hit_next: &mut scratch.hit_next,
-            line_starts: &mut scratch.line_starts,
+            starts: &mut scratch.starts,
             hits_overflow: false,
             pattern_epoch: &mut scratch.pattern_epoch,
             pattern_first: &mut scratch.pattern_first,
@@ -618,7 +618,8 @@ struct LineScratch<'s> {
     literal_head: &'s mut [u32],
     hit_pos: &'s mut Vec<u32>,
     hit_next: &'s mut Vec<u32>,
-    line_starts: &'s mut Vec<u32>,
+    /// A candidate's line starts, or where its matches may start.
+    starts: &'s mut Vec<u32>,
     /// More hits than `hit_pos` holds: candidates fall back to their whole span.
     hits_overflow: bool,
     pattern_epoch: &'s mut [u32],
@@ -701,9 +702,35 @@ const NO_HIT: u32 = u32::MAX;
 const MAX_HITS: usize = 4096;
 
 /// Start offsets of the lines of `text` where a literal of pattern `p` occurs, sorted,
-/// into `s.line_starts`; false when the hits overflowed and lines are not known.
+/// into `s.starts`; false when the hits overflowed and lines are not known.
 fn candidate_lines(program: &TargetProgram, p: u32, text: &[u8], s: &mut LineScratch<'_>) -> bool {
-    s.line_starts.clear();
+    if !literal_hits(program, p, s, |pos| line_start(text, pos as usize) as u32) {
+        return false;
+    }
+    let min_hits = program.pattern_min_hits.get(p as usize).copied().unwrap_or(1);
+    if min_hits <= 1 {
+        s.starts.dedup();
+    } else {
+        // Keep the lines holding at least `min_hits` hits (each hit pushed its line once).
+        keep_repeated(s.starts, min_hits as usize);
+    }
+    true
+}
+
+/// Where the literals of pattern `p` occur, sorted and each once, into `s.starts`;
+/// false when the hits overflowed and the places are not known.
+fn candidate_starts(program: &TargetProgram, p: u32, s: &mut LineScratch<'_>) -> bool {
+    if !literal_hits(program, p, s, |pos| pos) {
+        return false;
+    }
+    s.starts.dedup();
+    true
+}
+
+/// `place` of every hit of a literal of pattern `p`, sorted, into `s.starts`; false
+/// when the hits overflowed.
+fn literal_hits(program: &TargetProgram, p: u32, s: &mut LineScratch<'_>, place: impl Fn(u32) -> u32) -> bool {
+    s.starts.clear();
     if s.hits_overflow {
         return false;
     }
@@ -714,20 +741,13 @@ fn candidate_lines(program: &TargetProgram, p: u32, text: &[u8], s: &mut LineScr
         }
         let mut h = s.literal_head.get(lit as usize).copied().unwrap_or(NO_HIT);
         while let (Some(&pos), Some(&next)) = (s.hit_pos.get(h as usize), s.hit_next.get(h as usize)) {
-            if s.line_starts.len() < s.line_starts.capacity() {
-                s.line_starts.push(line_start(text, pos as usize) as u32);
+            if s.starts.len() < s.starts.capacity() {
+                s.starts.push(place(pos));
             }
             h = next;
         }
     }
-    s.line_starts.sort_unstable();
-    let min_hits = program.pattern_min_hits.get(p as usize).copied().unwrap_or(1);
-    if min_hits <= 1 {
-        s.line_starts.dedup();
-    } else {
-        // Keep the lines holding at least `min_hits` hits (each hit pushed its line once).
-        keep_repeated(s.line_starts, min_hits as usize);
-    }
+    s.starts.sort_unstable();
     true
 }
 
@@ -809,9 +829,9 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
         if candidate_lines(program, p, text, s) {
             // Only lines holding one of its literals can match.
-            for j in 0..s.line_starts.len() {
+            for j in 0..s.starts.len() {
                 let max = state.max_hits(pattern.rule);
-                let Some(&start) = s.line_starts.get(j) else { break };
+                let Some(&start) = s.starts.get(j) else { break };
                 if max == 0 {
                     break;
                 }
@@ -846,11 +866,24 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
     let started = probe.now();
     prefilter(program, text, s);
     probe.spent(Cost::Prefilter(RuleType::Full), started);
-    let candidates = s.candidates.iter().copied().chain(program.unfiltered.iter().copied());
-    for p in candidates {
+    for i in 0..s.candidates.len() + program.unfiltered.len() {
         let started = probe.now();
+        let p = match s.candidates.get(i) {
+            Some(&p) => p,
+            None => match program.unfiltered.get(i - s.candidates.len()) {
+                Some(&p) => p,
+                None => break,
+            },
+        };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        let n = count_matches(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
+        let max = state.max_hits(pattern.rule);
+        let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
+            && !matches!(pattern.matcher, Matcher::Backtrack { .. });
+        let n = if anchored && candidate_starts(program, p, s) {
+            count_from(&pattern.matcher, text, s.starts, max, &mut s.engines)
+        } else {
+            count_matches(&pattern.matcher, text, max, &mut s.engines)
+        };
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
@@ -915,24 +948,49 @@ pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, engines: &m
     let mut count = 0u32;
     let mut pos = 0usize;
     while count < max && pos <= hay.len() {
-        let input = Input::new(hay).range(pos..).earliest(max == 1);
-        let found = match matcher {
-            Matcher::Dense(dfa) => dfa.try_search_fwd(&input).ok().flatten(),
-            Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
-                (Some(dfa), Some(slot)) => {
-                    slot.last_scan = engines.scan;
-                    dfa.try_search_fwd(slot.cache.get_or_insert_with(|| dfa.create_cache()), &input).ok().flatten()
-                }
-                _ => None,
-            },
-            Matcher::Backtrack { .. } => None,
-        };
-        let Some(m) = found else { break };
+        let Some(m) = search(matcher, &Input::new(hay).range(pos..).earliest(max == 1), engines) else { break };
         count += 1;
         let end = m.offset();
         pos = if end > pos { end } else { pos + 1 };
     }
     count
+}
+
+/// Non-overlapping matches in `hay` as [`count_matches`] counts them, at most `max`, of a
+/// DFA whose every match starts at one of `starts` (sorted): each is tried anchored.
+fn count_from(matcher: &Matcher, hay: &[u8], starts: &[u32], max: u32, engines: &mut Engines<'_>) -> u32 {
+    let mut count = 0u32;
+    let mut pos = 0usize;
+    for &start in starts {
+        let start = start as usize;
+        if count >= max {
+            break;
+        }
+        if start < pos || start > hay.len() {
+            continue;
+        }
+        let input = Input::new(hay).range(start..).anchored(Anchored::Yes).earliest(max == 1);
+        if let Some(m) = search(matcher, &input, engines) {
+            count += 1;
+            pos = m.offset().max(start + 1);
+        }
+    }
+    count
+}
+
+/// The end of the first match of a DFA `matcher` in `input` (none for a backtracking one).
+fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Option<HalfMatch> {
+    match matcher {
+        Matcher::Dense(dfa) => dfa.try_search_fwd(input).ok().flatten(),
+        Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
+            (Some(dfa), Some(slot)) => {
+                slot.last_scan = engines.scan;
+                dfa.try_search_fwd(slot.cache.get_or_insert_with(|| dfa.create_cache()), input).ok().flatten()
+            }
+            _ => None,
+        },
+        Matcher::Backtrack { .. } => None,
+    }
 }
 
 #[cfg(test)]
@@ -1264,5 +1322,42 @@ mod tests {
         let mut scratch = Scratch::new(&a);
         assert_eq!(a.scan(MSG.as_bytes(), &mut scratch).hits().count(), 1);
         assert_eq!(b.scan(MSG.as_bytes(), &mut scratch).hits().count(), 2);
+    }
+
+    #[test]
+    fn anchored_full_search_table() {
+        // (full pattern, message body, maxhits): searched only where its prefixes occur,
+        // it must count what a search of the whole message counts.
+        let long = String::from("zzz") + &coin_text(40, 3, 'a', 'b');
+        let cases: &[(&str, String, u32, bool)] = &[
+            (r"/content-type:\s*text\/html/i", "Content-Type: text/html\nCONTENT-TYPE:text/html\ncontent-type: image/png\n".into(), 50, false),
+            (r"/\bname=\S+/", "username=a name=b xname=c name=d\n".into(), 50, false),
+            ("/abab/", "abababab ab abab\n".into(), 50, false),
+            (r"/ab[0-9]/", "ab1 ab2 ab3 ab4 ab5\n".into(), 3, false),
+            (r"/^Subject: \w+$/m", "Subject: one\n Subject: two\nSubject: three\n".into(), 50, false),
+            (r"/(?:cheap|discount) meds/i", "CHEAP MEDS, discount meds and cheap  meds\n".into(), 50, false),
+            // Too big for a dense DFA: the lazy one starts anchored as well.
+            (r"/zzz[ab]*a[ab]{14}/", alloc::format!("{long}\n{long}b\nzzzb\n"), 50, true),
+        ];
+        for (pattern, body, max, lazy) in cases {
+            let rules = alloc::format!("full F {pattern}\ntflags F multiple maxhits={max}\nscore F 1\n");
+            let config = parse_str("test.cf", &rules).expect("rules parse");
+            let set = RuleSet::compile(&config).expect("rules compile");
+            assert_eq!(set.full.pattern_starts_match, [true], "{pattern}");
+            let matcher = &set.full.patterns.first().expect("one pattern").matcher;
+            assert_eq!(matches!(matcher, Matcher::Lazy(_)), *lazy, "{pattern}");
+            let message = alloc::format!("From: a@example.org\nSubject: t\n\n{body}");
+            let mut bufs = MessageBuffers::new(Limits::default());
+            let raw = Message::parse(message.as_bytes(), &mut bufs).raw().to_vec();
+            let mut caches: Vec<CacheSlot> = set.lazy_dfas.iter().map(|_| CacheSlot::default()).collect();
+            let mut backtrack = BacktrackScratch::for_programs(set.programs.iter());
+            let mut engines =
+                Engines { dfas: &set.lazy_dfas, caches: &mut caches, scan: 0, programs: &set.programs, backtrack: &mut backtrack };
+            let whole = count_matches(matcher, &raw, *max, &mut engines);
+            let mut scratch = Scratch::new(&set);
+            let got = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| h.count).next().unwrap_or(0);
+            assert!(whole > 0, "{pattern}: the case should match");
+            assert_eq!(got, whole, "{pattern}");
+        }
     }
 }

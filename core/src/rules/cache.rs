@@ -23,7 +23,9 @@ use super::literal::Required;
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 7;
+/// Entry flag: every match of the pattern starts with one of its required literals.
+const STARTS_MATCH: u32 = 1;
 /// Bytes before the part of an image its checksum covers: magic, format, checksum.
 const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
@@ -228,7 +230,8 @@ impl DfaCache {
                 }
             };
             let min_hits = r.u32()?;
-            let required = r.list()?.map(|literals| Required { literals, min_hits });
+            let starts_match = r.u32()? & STARTS_MATCH != 0;
+            let required = r.list()?.map(|literals| Required { literals, min_hits, starts_match });
             let prefix = r.list()?;
             let nfa = match r.u32()? {
                 0 => None,
@@ -312,6 +315,8 @@ impl DfaCache {
                 }
             }
             out.extend_from_slice(&entry.required.as_ref().map_or(0, |r| r.min_hits).to_le_bytes());
+            let flags = if entry.required.as_ref().is_some_and(|r| r.starts_match) { STARTS_MATCH } else { 0 };
+            out.extend_from_slice(&flags.to_le_bytes());
             put_list(&mut out, entry.required.as_ref().map(|r| r.literals.as_slice()));
             put_list(&mut out, entry.prefix.as_deref());
             match &entry.nfa {
@@ -773,7 +778,7 @@ mod tests {
     #[test]
     fn images_table() {
         let mut good = DfaCache::new();
-        let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3 });
+        let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3, starts_match: true });
         let x = [b"x".to_vec()];
         good.put(key(&[b"a"]), None, Some(&nfa("ab+c")), required.as_ref(), Some(&x));
         good.put(key(&[b"b"]), None, None, None, None);
@@ -785,10 +790,10 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x06\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x07\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
-        body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0, 0]);
+        body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
         huge.extend_from_slice(&checksum(&body).to_le_bytes());
         huge.extend_from_slice(&body);
         // One byte changed anywhere after the header.
@@ -799,9 +804,9 @@ mod tests {
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(2)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x06\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x05\0\0\0\0\0\0\0", Err(CacheError::Version(5))),
-            (b"SIFTDFA\0\x06\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x07\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x06\0\0\0\0\0\0\0", Err(CacheError::Version(6))),
+            (b"SIFTDFA\0\x07\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),

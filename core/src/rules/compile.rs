@@ -44,7 +44,7 @@ const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 4;
+pub(crate) const AUTOMATA_REVISION: u32 = 5;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -264,6 +264,8 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_literals: Vec<Vec<u32>>,
     /// Pattern index → literal hits a line needs before the pattern can match in it.
     pub(crate) pattern_min_hits: Vec<u32>,
+    /// Pattern index → whether every match starts where one of its literals occurs.
+    pub(crate) pattern_starts_match: Vec<bool>,
     /// Patterns with no literal: always run.
     pub(crate) unfiltered: Vec<u32>,
 }
@@ -406,6 +408,9 @@ enum Span {
     Whole,
     /// `\n`-separated lines (body, rawbody, uri), each matched on its own.
     Lines,
+    /// The whole message (`full`): when the required literals start every match, it is
+    /// searched only where they occur, so its DFA starts anchored too.
+    Message,
 }
 
 /// Where a compile gets its dense DFAs.
@@ -424,6 +429,7 @@ fn pattern_key(tag: &[u8], source: &str, span: Span) -> cache::Key {
     let span_tag: &[u8] = match span {
         Span::Whole => b"whole",
         Span::Lines => b"lines",
+        Span::Message => b"message",
     };
     cache::key(&[
         tag,
@@ -488,9 +494,13 @@ fn compile_matcher(
     dense: &mut Dense<'_>,
 ) -> Result<Built, DisabledReason> {
     let hir = parse_hir(translated).map_err(DisabledReason::Build)?;
-    let required = literal::requirement(&hir);
+    let required = match span {
+        Span::Message => literal::prefixes(&hir).or_else(|| literal::requirement(&hir)),
+        _ => literal::requirement(&hir),
+    };
+    let anchored = required.as_ref().is_some_and(|r| r.starts_match);
     let searched = match span {
-        Span::Whole => hir,
+        Span::Whole | Span::Message => hir,
         Span::Lines => line_local(&hir, 0),
     };
     // A line pattern behind prefilter literals runs only on the lines holding them: a
@@ -504,9 +514,9 @@ fn compile_matcher(
     let built = match dense {
         Dense::Skip => None,
         _ if known_too_big => None,
-        Dense::Build => build_dense(&nfa, prefilter.clone()),
+        Dense::Build => build_dense(&nfa, prefilter.clone(), anchored),
         Dense::Cached(c) => {
-            let dfa = build_dense(&nfa, prefilter.clone());
+            let dfa = build_dense(&nfa, prefilter.clone(), anchored);
             let kept_nfa = if dfa.is_none() { Some(&nfa) } else { None };
             c.put(key, dfa.as_ref(), kept_nfa, required.as_ref(), prefix.as_deref());
             dfa
@@ -618,12 +628,13 @@ fn line_local(hir: &Hir, depth: usize) -> Hir {
     }
 }
 
-/// A dense DFA, or `None` when it would exceed [`DENSE_LIMIT`].
-fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>) -> Option<dense::DFA<Vec<u32>>> {
+/// A dense DFA, or `None` when it would exceed [`DENSE_LIMIT`]; `anchored`: one that
+/// can also start anchored.
+fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool) -> Option<dense::DFA<Vec<u32>>> {
     dense::Builder::new()
         .configure(
             dense::Config::new()
-                .start_kind(StartKind::Unanchored)
+                .start_kind(if anchored { StartKind::Both } else { StartKind::Unanchored })
                 .specialize_start_states(prefilter.is_some())
                 .prefilter(prefilter)
                 .match_kind(MatchKind::LeftmostFirst)
@@ -931,7 +942,7 @@ impl RuleSet {
         match &def.kind {
             RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
                 let which = target_program(&def.kind).unwrap_or(0);
-                let span = if which == 2 { Span::Whole } else { Span::Lines };
+                let span = if which == 2 { Span::Message } else { Span::Lines };
                 let built = self.build_pattern(p, span, dense)?;
                 let rule_type = RuleType::of(&def.kind);
                 self.note_matcher(rule_type, &built);
@@ -947,6 +958,7 @@ impl RuleSet {
                 let index = program.patterns.len() as u32;
                 let mut own = Vec::new();
                 let mut min_hits = 1;
+                let mut starts_match = false;
                 match built.required {
                     Some(req) => {
                         if let Some(table) = tables.get_mut(which) {
@@ -955,11 +967,13 @@ impl RuleSet {
                             }
                         }
                         min_hits = req.min_hits;
+                        starts_match = req.starts_match;
                     }
                     None => program.unfiltered.push(index),
                 }
                 program.pattern_literals.push(own);
                 program.pattern_min_hits.push(min_hits);
+                program.pattern_starts_match.push(starts_match);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
@@ -1058,7 +1072,9 @@ impl RuleSet {
             Some(bt) => bt,
             None => backtrack_cached(&p.perl, dense)?,
         };
-        let built = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+        // The relaxed form only screens the text: it is searched whole, never anchored.
+        let relaxed_span = if span == Span::Message { Span::Whole } else { span };
+        let built = build_matcher(&bt.relaxed, relaxed_span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
         let program = self.programs.len() as u32;
         self.programs.push(bt.program);
         Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, required: built.required })
@@ -1371,7 +1387,7 @@ impl RuleSet {
         let mut prefilters = Prefilters::default();
         let prefilter = prefix_needles(&hir, &mut prefilters).as_deref().and_then(|p| prefilters.fast(p));
         let nfa = build_nfa(&hir).map_err(|e| e.to_string())?;
-        Ok(build_dense(&nfa, prefilter).is_some())
+        Ok(build_dense(&nfa, prefilter, false).is_some())
     }
 }
 

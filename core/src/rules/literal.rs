@@ -3,7 +3,8 @@
 //! prefilter; a rule whose literals never occur in a text cannot match it.
 
 use alloc::vec::Vec;
-use regex_syntax::hir::{Class, Hir, HirKind};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
 
 /// Most alternatives a literal set may hold.
 const MAX_SET: usize = 24;
@@ -48,6 +49,9 @@ pub(crate) struct Required {
     /// Occurrences (at distinct positions) every match holds: `(?:...){5}` needs five
     /// of its copies' literals, so a line with fewer cannot match.
     pub(crate) min_hits: u32,
+    /// Every match begins with one of `literals`: a search of the whole text need only
+    /// try the places where the prefilter found one.
+    pub(crate) starts_match: bool,
 }
 
 /// What `hir` requires: its literals and, for a repeated group, how many of them.
@@ -59,11 +63,79 @@ pub(crate) fn requirement(hir: &Hir) -> Option<Required> {
     if let HirKind::Repetition(rep) = top.kind() {
         if rep.min >= 2 {
             if let Some(literals) = required(&rep.sub) {
-                return Some(Required { literals, min_hits: rep.min });
+                return Some(Required { literals, min_hits: rep.min, starts_match: false });
             }
         }
     }
-    required(hir).map(|literals| Required { literals, min_hits: 1 })
+    required(hir).map(|literals| Required { literals, min_hits: 1, starts_match: false })
+}
+
+/// Literals (lowercased) one of which every match of `hir` begins with, when there are
+/// few and none is too short for a prefilter: a search of a whole text need then only
+/// try the places where one occurs. The pattern is lowercased first (which keeps every
+/// match, lowercased, a match) so that case-insensitive letters do not multiply them.
+pub(crate) fn prefixes(hir: &Hir) -> Option<Required> {
+    let folded = lowercased(hir, 0)?;
+    let mut extractor = Extractor::new();
+    extractor.kind(ExtractKind::Prefix);
+    let seq = extractor.extract(&folded);
+    let literals = fewest_prefixes(dedup(seq.literals()?.iter().map(|l| lower(l.as_bytes())).collect()));
+    (!literals.is_empty() && literals.len() <= MAX_WIDE && quality(&literals) >= MIN_USEFUL)
+        .then_some(Required { literals, min_hits: 1, starts_match: true })
+}
+
+/// `set` cut to the longest length that leaves no more distinct members than the
+/// shortest useful cut does, without members that start with another: one entry for
+/// `content-type:\t`, `content-type: ` and the rest.
+fn fewest_prefixes(set: Set) -> Set {
+    let cut = |len: usize| dedup(set.iter().map(|l| l.get(..len).unwrap_or(l).to_vec()).collect());
+    let fewest = cut(MIN_USEFUL).len();
+    let longest = set.iter().map(Vec::len).max().unwrap_or(0);
+    let len = (MIN_USEFUL..=longest).rev().find(|&len| cut(len).len() <= fewest).unwrap_or(longest);
+    let kept = cut(len);
+    kept.iter().filter(|l| !kept.iter().any(|k| k.len() < l.len() && l.starts_with(k))).cloned().collect()
+}
+
+/// `hir` with every ASCII letter lowercased, or `None` when too deep to walk.
+fn lowercased(hir: &Hir, depth: usize) -> Option<Hir> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    Some(match hir.kind() {
+        HirKind::Literal(lit) => Hir::literal(lit.0.to_ascii_lowercase()),
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut bytes = [false; 256];
+            for r in c.iter() {
+                for b in r.start()..=r.end() {
+                    bytes[usize::from(b.to_ascii_lowercase())] = true;
+                }
+            }
+            let ranges = (0..=255u8).filter(|&b| bytes[usize::from(b)]).map(|b| ClassBytesRange::new(b, b));
+            Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut lowered = c.clone();
+            for r in c.iter() {
+                let (lo, hi) = (u32::from(r.start()), u32::from(r.end()).min(0x7f));
+                for cp in lo..=hi {
+                    let ch = char::from(cp as u8).to_ascii_lowercase();
+                    lowered.union(&ClassUnicode::new([ClassUnicodeRange::new(ch, ch)]));
+                }
+            }
+            // Upper-case ASCII letters are gone from the text once it is lowercased.
+            lowered.difference(&ClassUnicode::new([ClassUnicodeRange::new('A', 'Z')]));
+            Hir::class(Class::Unicode(lowered))
+        }
+        HirKind::Repetition(rep) => {
+            Hir::repetition(Repetition { sub: alloc::boxed::Box::new(lowercased(&rep.sub, depth + 1)?), ..rep.clone() })
+        }
+        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(lowercased(&c.sub, depth + 1)?), ..c.clone() }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| lowercased(h, depth + 1)).collect::<Option<_>>()?),
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.iter().map(|h| lowercased(h, depth + 1)).collect::<Option<_>>()?)
+        }
+        HirKind::Empty | HirKind::Look(_) => hir.clone(),
+    })
 }
 
 /// The required literals of `hir`, lowercased, or `None` when no useful set exists.
@@ -384,6 +456,31 @@ mod tests {
         for (pattern, want) in cases {
             let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
             assert_eq!(lits(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn match_prefixes_table() {
+        let cases: &[(&str, Option<&[&str]>)] = &[
+            ("(?i)Content-Type:\\s*text/html", Some(&["content-type:"])),
+            (r"(?im)^name\s*=", Some(&["name"])),
+            (r"(?i)\b(?:Bcc|CC):", Some(&["bcc:", "cc:"])),
+            ("[Vv]iagra|cialis", Some(&["cialis", "viagra"])),
+            // Literals too short, or a start that is no literal at all.
+            ("(?i)ab+c", None),
+            (r"\w+@example", None),
+            (r"(?:x|y)?content", Some(&["content", "xcontent", "ycontent"])),
+            (r"x?\w+content", None),
+            ("a.*b", None),
+        ];
+        for (pattern, want) in cases {
+            let hir = regex_syntax::ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).expect("parses");
+            let got = prefixes(&hir).map(|r| {
+                assert!(r.starts_match && r.min_hits == 1, "{pattern}");
+                r.literals.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect::<alloc::vec::Vec<_>>()
+            });
+            let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
+            assert_eq!(got, want, "{pattern}");
         }
     }
 
