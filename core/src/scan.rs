@@ -868,13 +868,8 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
     probe.spent(Cost::Prefilter(RuleType::Full), started);
     for i in 0..s.candidates.len() + program.unfiltered.len() {
         let started = probe.now();
-        let p = match s.candidates.get(i) {
-            Some(&p) => p,
-            None => match program.unfiltered.get(i - s.candidates.len()) {
-                Some(&p) => p,
-                None => break,
-            },
-        };
+        // The candidates, then the unfiltered patterns.
+        let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
         let max = state.max_hits(pattern.rule);
         let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
