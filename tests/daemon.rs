@@ -95,6 +95,54 @@ fn pool_grows_under_concurrency_and_shrinks_when_idle() {
     assert!(raw_request(d.port, b"PING SPAMC/1.5\r\n\r\n").starts_with("SPAMD/1.5 0 PONG"));
 }
 
+/// Private dirty KiB of a process's `[heap]` mapping (`/proc/PID/smaps`).
+fn heap_private_kib(pid: u32) -> Option<u64> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let mut in_heap = false;
+    for line in smaps.lines() {
+        if line.split_whitespace().next().is_some_and(|first| first.contains('-') && !first.ends_with(':')) {
+            in_heap = line.ends_with("[heap]");
+        } else if in_heap {
+            if let Some(kib) = line.strip_prefix("Private_Dirty:") {
+                return kib.trim().trim_end_matches(" kB").parse().ok();
+            }
+        }
+    }
+    Some(0)
+}
+
+#[test]
+fn children_keep_sharing_the_heap_the_rules_were_compiled_into() {
+    // Lesson 4: neither the master's event loop nor a child's setup or scans write
+    // the heap pages that hold the rules; each such write copies a page into a child.
+    let d = Daemon::start(&["--min-children", "3", "--max-children", "3", "--max-spare", "3"]);
+    wait_until("three children", Duration::from_secs(10), || d.children().len() == 3);
+    let large = format!("Subject: large\n\n{}\n", "a line of some words to render\n".repeat(12_000));
+    // Before and after a reload, which compiles new rules for new children.
+    for round in ["first rules", "reloaded rules"] {
+        for i in 0..60 {
+            let message = match i % 3 {
+                0 => GTUBE,
+                1 => HAM,
+                _ => large.as_str(),
+            };
+            let spam = check(d.port, message).unwrap_or_else(|e| panic!("{round}, request {i}: {e}"));
+            assert_eq!(spam, i % 3 == 0, "{round}, request {i}");
+        }
+        let mut pids = vec![d.pid()];
+        pids.extend(d.children());
+        for pid in pids {
+            let kib = heap_private_kib(pid).expect("smaps");
+            assert!(kib <= 64, "{round}: process {pid}: {kib} KiB of its heap no longer shared");
+        }
+        let before = d.children();
+        d.signal("HUP");
+        wait_until("the reload's new children", Duration::from_secs(20), || {
+            d.log_text().contains("reloaded rules") && d.children().len() == 3 && d.children().is_disjoint(&before)
+        });
+    }
+}
+
 #[test]
 fn malformed_requests_get_spamd_codes() {
     let d = Daemon::start(&[]);

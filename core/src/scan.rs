@@ -10,7 +10,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::dfa::Automaton;
 use regex_automata::{hybrid, Anchored, HalfMatch, Input};
 
-use crate::msg::{self, Limits, Message, MessageBuffers};
+use crate::msg::{self, release_above, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
@@ -109,6 +109,19 @@ impl Scratch {
     /// states rebuilt over and over, which a bench should see.
     pub fn lazy_cache_clears(&self) -> usize {
         self.caches.iter().filter_map(|slot| slot.cache.as_ref()).map(hybrid::dfa::Cache::clear_count).sum()
+    }
+
+    /// Frees the message buffers a scan grew past `bytes` each, and returns how many
+    /// bytes that gave back. A worker calls it between messages so that one large
+    /// message does not leave it holding that message's size for good; the next
+    /// large message allocates them again, typical mail does not.
+    pub fn release_buffers_above(&mut self, bytes: usize) -> usize {
+        let names = &mut self.header_text.names;
+        let mut freed = self.msg.release_above(bytes) + release_above(&mut names.out, bytes);
+        for v in names.work.iter_mut() {
+            freed += release_above(v, bytes);
+        }
+        freed + release_above(&mut self.header_text.all, bytes) + release_above(&mut self.header_text.target, bytes)
     }
 
     /// Caps what the lazy DFAs' caches keep between scans: after a scan that leaves
@@ -1152,6 +1165,26 @@ mod tests {
             let mut v = starts.to_vec();
             keep_repeated(&mut v, *min);
             assert_eq!(&v, want, "{starts:?} min {min}");
+        }
+    }
+
+    #[test]
+    fn release_buffers_above_table() {
+        let config = parse_str("t.cf", "body WORD /\\bneedle\\b/\nheader SUBJ Subject =~ /big/\nrawbody RAW /<b>/\n").expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        let big = alloc::format!("Subject: big\r\nContent-Type: text/html\r\n\r\n<b>{}</b> needle\r\n", coin_text(200_000, 5, 'a', ' '));
+        let small = "Subject: small\r\n\r\nneedle\r\n";
+        // (message, whether a scan of it grows a buffer past 16 KiB)
+        let cases: &[(&str, bool)] = &[(big.as_str(), true), (small, false)];
+        for &(message, grows) in cases {
+            let mut scratch = Scratch::new(&set);
+            let first: Vec<u32> = set.scan(message.as_bytes(), &mut scratch).hits.to_vec();
+            let freed = scratch.release_buffers_above(16 * 1024);
+            assert_eq!(freed > 0, grows, "{} bytes: freed {freed}", message.len());
+            assert_eq!(scratch.release_buffers_above(16 * 1024), 0, "nothing left to free");
+            let again: Vec<u32> = set.scan(message.as_bytes(), &mut scratch).hits.to_vec();
+            assert_eq!(again, first, "the same hits after the release");
+            assert!(!first.is_empty(), "the test message hits a rule");
         }
     }
 

@@ -8,7 +8,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -139,6 +139,25 @@ pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
             return Err(io::Error::from(io::ErrorKind::WriteZero));
         }
         buf = buf.get(n..).unwrap_or(&[]);
+    }
+    Ok(())
+}
+
+/// Hands the whole pages inside `buf` back to the kernel (`MADV_DONTNEED`): a buffer
+/// sized for the largest request keeps only what typical requests touch. Their
+/// contents afterwards are unspecified bytes (zero on Linux); the buffer stays usable.
+pub fn release_pages(buf: &mut [u8]) -> io::Result<()> {
+    let start = buf.as_mut_ptr() as usize;
+    let first = start.div_ceil(PAGE);
+    let last = (start + buf.len()) / PAGE;
+    if last <= first {
+        return Ok(());
+    }
+    // SAFETY: the range is whole pages inside `buf`, which we hold mutably; afterwards
+    // they read as some bytes (zero or unchanged), every one a valid u8.
+    let r = unsafe { libc::madvise((first * PAGE) as *mut libc::c_void, (last - first) * PAGE, libc::MADV_DONTNEED) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -593,43 +612,80 @@ impl Drop for MappedFile {
     }
 }
 
-/// Gives the heap's free pages back to the OS (glibc; elsewhere nothing). Run after
-/// compiling rules and before forking: a child that later fills a hole left by the
-/// compile's temporaries then gets a fresh page of its own instead of copying one the
-/// master still maps, which would count in both processes' private memory.
+extern "C" {
+    fn tzset();
+}
+
+/// Loads the time zone (libc reads /etc/localtime on the first gmtime_r/localtime_r:
+/// dates, syslog). Run in the master before forking: a child then neither opens the
+/// file under its sandbox nor allocates from the heap it shares to hold it.
+pub fn load_timezone() {
+    // SAFETY: tzset takes no arguments; the caller is single-threaded at this point.
+    unsafe { tzset() };
+}
+
+/// Gives the heap's free pages back to the OS and leaves its free lists settled
+/// (glibc; elsewhere nothing). Run last before forking: trimming leaves every free
+/// chunk in glibc's unsorted list, and the first malloc after it relinks them all,
+/// which in a child (a libc call that allocates) copied 2.1 MB of the heap it shares.
 pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    // SAFETY: malloc_trim only walks the allocator's own free lists; the block is
+    // freed at once and never used.
     unsafe {
         libc::malloc_trim(0);
+        // Below the mmap threshold and above the small bins: sorts the unsorted list.
+        libc::free(libc::malloc(96 * 1024));
     }
 }
 
-/// Switches this process's allocations to [`ForkAllocator`]'s child arena: run first
-/// thing in a forked child. Its DFA caches grow and shrink as mail arrives; taken from
-/// the free holes the compile left in the master's heap, between the rules, each one
-/// would copy a page of rules the child otherwise shares with every process (lesson 4).
-/// Does nothing unless the binary's global allocator is [`ForkAllocator`].
-pub fn separate_child_allocations() {
-    IN_CHILD.store(true, Ordering::Release);
+/// Where new allocations of a process using [`ForkAllocator`] come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocations {
+    /// The system allocator: startup and rule compiles, whose blocks the children share.
+    System = 0,
+    /// The master's own arena, once the rules are compiled: its event loop then writes
+    /// none of the heap pages the rules live in. glibc relinking the free chunks a
+    /// compile leaves, for the master's small allocations after a fork, copied 2.4 MB of
+    /// a child's heap (lesson 4).
+    MasterArena = 1,
+    /// A forked child's arena, first thing after the fork: its DFA caches and message
+    /// buffers grow and shrink as mail arrives, on pages mapped by that child alone.
+    ChildArena = 2,
 }
 
-/// siftd's global allocator: the system's in the master; in a forked child (after
-/// [`separate_child_allocations`]), size classes and large blocks on pages mapped by
-/// that child alone. The child never frees the master's blocks: that would write the
-/// system allocator's bookkeeping into shared pages. They stay until the child exits.
+/// Sets where this process's new allocations come from. Blocks are always freed to
+/// whoever gave them, except that a child never frees a block it did not allocate:
+/// that would write into pages it shares with the master and the other children.
+/// Does nothing unless the binary's global allocator is [`ForkAllocator`].
+pub fn set_allocations(to: Allocations) {
+    ALLOCATIONS.store(to as u8, Ordering::Release);
+}
+
+fn allocations() -> Allocations {
+    match ALLOCATIONS.load(Ordering::Acquire) {
+        1 => Allocations::MasterArena,
+        2 => Allocations::ChildArena,
+        _ => Allocations::System,
+    }
+}
+
+/// siftd's global allocator: the system's while rules compile; size classes and large
+/// blocks on pages of their own for the master's event loop and for each child
+/// (see [`Allocations`]).
 pub struct ForkAllocator;
 
-static IN_CHILD: AtomicBool = AtomicBool::new(false);
-static ARENA_LOCK: AtomicBool = AtomicBool::new(false);
-static ARENA: ArenaCell = ArenaCell(UnsafeCell::new(Arena::EMPTY));
+static ALLOCATIONS: AtomicU8 = AtomicU8::new(Allocations::System as u8);
+static MASTER_ARENA: LockedArena = LockedArena::new();
+static CHILD_ARENA: LockedArena = LockedArena::new();
 
-/// Size classes 16 B to 32 KiB, powers of two; larger blocks get their own mapping.
+/// Size classes 16 B to 8 KiB, powers of two; larger blocks get their own mapping, so
+/// that freeing one gives its pages back.
 const CLASSES: usize = 12;
 const SMALLEST_CLASS: usize = 16;
 /// A slab of one size class.
 const SLAB_BYTES: usize = 1 << 20;
-/// Mappings one child may hold (slabs and large blocks).
+/// Mappings one arena may hold (slabs and large blocks).
 const MAX_REGIONS: usize = 8192;
 const PAGE: usize = 4096;
 
@@ -641,10 +697,30 @@ struct Arena {
     count: usize,
 }
 
-struct ArenaCell(UnsafeCell<Arena>);
+/// An arena behind a spin lock (the master is one thread once it uses its arena).
+struct LockedArena {
+    lock: AtomicBool,
+    arena: UnsafeCell<Arena>,
+}
 
-// SAFETY: every access to the arena holds ARENA_LOCK.
-unsafe impl Sync for ArenaCell {}
+// SAFETY: every access to the arena holds `lock`.
+unsafe impl Sync for LockedArena {}
+
+impl LockedArena {
+    const fn new() -> LockedArena {
+        LockedArena { lock: AtomicBool::new(false), arena: UnsafeCell::new(Arena::EMPTY) }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Arena) -> T) -> T {
+        while self.lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::hint::spin_loop();
+        }
+        // SAFETY: `lock` is held, so this is the only reference to the arena.
+        let out = f(unsafe { &mut *self.arena.get() });
+        self.lock.store(false, Ordering::Release);
+        out
+    }
+}
 
 impl Arena {
     const EMPTY: Arena = Arena {
@@ -717,9 +793,10 @@ impl Arena {
         self.region_of(ptr).is_some()
     }
 
-    fn dealloc(&mut self, ptr: *mut u8, layout: Layout) {
+    /// Frees one of this arena's blocks; false (and nothing done) for any other block.
+    fn dealloc(&mut self, ptr: *mut u8, layout: Layout) -> bool {
         let Some(i) = self.region_of(ptr) else {
-            return; // the master's block: left alone
+            return false;
         };
         match Arena::class_of(layout) {
             Some(c) => {
@@ -735,79 +812,83 @@ impl Arena {
                 self.regions[i] = self.regions[self.count];
             }
         }
+        true
     }
 }
 
-fn with_arena<T>(f: impl FnOnce(&mut Arena) -> T) -> T {
-    while ARENA_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        std::hint::spin_loop();
-    }
-    // SAFETY: ARENA_LOCK is held, so this is the only reference to the arena.
-    let out = f(unsafe { &mut *ARENA.0.get() });
-    ARENA_LOCK.store(false, Ordering::Release);
-    out
-}
-
-// SAFETY: the master path is the system allocator's; the child arena returns blocks
-// of at least the layout's size and alignment (class blocks are aligned to their
-// power-of-two size within page-aligned slabs; large ones are page-aligned mappings).
+// SAFETY: the system allocator's blocks come from it and go back to it; the arenas
+// return blocks of at least the layout's size and alignment (class blocks are aligned
+// to their power-of-two size within page-aligned slabs; large ones are page-aligned
+// mappings) and take back only blocks they gave.
 unsafe impl GlobalAlloc for ForkAllocator {
     // Out of line: inlined at every allocation site, it would grow the binary by half a MB.
     #[inline(never)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if IN_CHILD.load(Ordering::Acquire) {
-            with_arena(|a| a.alloc(layout))
-        } else {
+        match allocations() {
             // SAFETY: forwarded with the caller's guarantees.
-            unsafe { System.alloc(layout) }
+            Allocations::System => unsafe { System.alloc(layout) },
+            Allocations::MasterArena => MASTER_ARENA.with(|a| a.alloc(layout)),
+            Allocations::ChildArena => CHILD_ARENA.with(|a| a.alloc(layout)),
         }
     }
 
     #[inline(never)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if IN_CHILD.load(Ordering::Acquire) {
-            with_arena(|a| a.dealloc(ptr, layout));
-        } else {
-            // SAFETY: forwarded with the caller's guarantees.
+        if allocations() == Allocations::ChildArena {
+            // The master's blocks, system or arena, are left alone.
+            CHILD_ARENA.with(|a| a.dealloc(ptr, layout));
+
+        } else if !MASTER_ARENA.with(|a| a.dealloc(ptr, layout)) {
+            // SAFETY: not the master arena's, so the system allocator's, with the caller's guarantees.
             unsafe { System.dealloc(ptr, layout) }
         }
     }
 
     #[inline(never)]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if IN_CHILD.load(Ordering::Acquire) {
-            let p = with_arena(|a| a.alloc(layout));
-            // A large block is a fresh mapping, zero already: writing it would make
-            // every page resident (a request buffer sized for --max-size).
-            if !p.is_null() && Arena::class_of(layout).is_some() {
-                // SAFETY: p is a block of at least layout.size() bytes.
-                unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
-            }
-            p
-        } else {
+        let arena = match allocations() {
             // SAFETY: forwarded with the caller's guarantees.
-            unsafe { System.alloc_zeroed(layout) }
+            Allocations::System => return unsafe { System.alloc_zeroed(layout) },
+            Allocations::MasterArena => &MASTER_ARENA,
+            Allocations::ChildArena => &CHILD_ARENA,
+        };
+        let p = arena.with(|a| a.alloc(layout));
+        // A large block is a fresh mapping, zero already: writing it would make every
+        // page resident (a request buffer sized for --max-size).
+        if !p.is_null() && Arena::class_of(layout).is_some() {
+            // SAFETY: p is a block of at least layout.size() bytes.
+            unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
         }
+        p
     }
 
     #[inline(never)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if !IN_CHILD.load(Ordering::Acquire) {
-            // SAFETY: forwarded with the caller's guarantees.
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        }
+        let mode = allocations();
+        let arena = match mode {
+            Allocations::System if !MASTER_ARENA.with(|a| a.owns(ptr)) => {
+                // SAFETY: the system allocator's block, forwarded with the caller's guarantees.
+                return unsafe { System.realloc(ptr, layout, new_size) };
+            }
+            Allocations::System | Allocations::MasterArena => &MASTER_ARENA,
+            Allocations::ChildArena => &CHILD_ARENA,
+        };
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return std::ptr::null_mut();
         };
+        let owned = arena.with(|a| a.owns(ptr));
         let same_class = Arena::class_of(layout).is_some() && Arena::class_of(layout) == Arena::class_of(new_layout);
-        if same_class && with_arena(|a| a.owns(ptr)) {
-            return ptr; // one of our class blocks: it already has room
+        if owned && same_class {
+            return ptr; // one of this arena's class blocks: it already has room
         }
-        let p = with_arena(|a| a.alloc(new_layout));
+        // SAFETY: a fresh block from whoever takes new allocations now.
+        let p = unsafe { self.alloc(new_layout) };
         if !p.is_null() {
             // SAFETY: both blocks hold at least the smaller size and do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size)) };
-            with_arena(|a| a.dealloc(ptr, layout));
+            // SAFETY: the old block, no longer used, freed to whoever gave it (a child
+            // leaves the master's alone).
+            unsafe { self.dealloc(ptr, layout) };
         }
         p
     }
@@ -927,6 +1008,84 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Tests that switch [`Allocations`] take turns.
+    static MODE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn allocation_modes_table() {
+        let _mode = MODE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let small = Layout::from_size_align(48, 8).expect("layout");
+        let class = Arena::class_of(small).expect("a class");
+        let alloc = |mode| {
+            set_allocations(mode);
+            // SAFETY: a non-zero layout.
+            let p = unsafe { ForkAllocator.alloc(small) };
+            assert!(!p.is_null());
+            // SAFETY: p is 48 writable bytes.
+            unsafe { std::ptr::write_bytes(p, 0x5a, 48) };
+            p
+        };
+        let from_master = alloc(Allocations::MasterArena);
+        let from_system = alloc(Allocations::System);
+        let from_child = alloc(Allocations::ChildArena);
+        let owner = |p| (MASTER_ARENA.with(|a| a.owns(p)), CHILD_ARENA.with(|a| a.owns(p)));
+        assert_eq!(owner(from_master), (true, false));
+        assert_eq!(owner(from_system), (false, false));
+        assert_eq!(owner(from_child), (false, true));
+        // (mode, block): freed by whoever gave it, except that a child leaves the master's alone.
+        let cases = [
+            (Allocations::ChildArena, from_master, false),
+            (Allocations::ChildArena, from_child, true),
+            (Allocations::System, from_master, true),
+            (Allocations::System, from_system, true),
+        ];
+        for (mode, block, freed) in cases {
+            set_allocations(mode);
+            let arena = if block == from_child { &CHILD_ARENA } else { &MASTER_ARENA };
+            // SAFETY: a live block of this layout (the child case leaves it live).
+            unsafe { ForkAllocator.dealloc(block, small) };
+            if block != from_system {
+                assert_eq!(arena.with(|a| a.free[class]) == block, freed, "{mode:?}");
+            }
+            if !freed {
+                // SAFETY: the block was left alone, so still readable.
+                assert_eq!(unsafe { std::slice::from_raw_parts(block, 48) }, &[0x5a; 48], "{mode:?}: not written");
+            }
+        }
+        // The master's event loop moves a startup (system) block into its arena when it grows it.
+        let grown_from = alloc(Allocations::System);
+        set_allocations(Allocations::MasterArena);
+        // SAFETY: a live system block of this layout.
+        let grown = unsafe { ForkAllocator.realloc(grown_from, small, 4000) };
+        assert_eq!(owner(grown), (true, false));
+        // SAFETY: the first 48 bytes were copied.
+        assert_eq!(unsafe { std::slice::from_raw_parts(grown, 48) }, &[0x5a; 48]);
+        // SAFETY: a live block of the grown layout.
+        unsafe { ForkAllocator.dealloc(grown, Layout::from_size_align(4000, 8).expect("layout")) };
+        set_allocations(Allocations::System);
+    }
+
+    #[test]
+    fn release_pages_table() {
+        let mut buf = vec![0xa5u8; 16 * PAGE];
+        let base = buf.as_ptr() as usize;
+        let page_at = |off: usize| (base + off).div_ceil(PAGE) * PAGE - base;
+        // (start, end): bytes outside the whole pages inside start..end keep their value.
+        let cases = [(0, 0), (1, 100), (1, 3 * PAGE + 5), (page_at(PAGE), page_at(PAGE) + 4 * PAGE), (0, 16 * PAGE)];
+        for (start, end) in cases {
+            buf.fill(0xa5);
+            release_pages(&mut buf[start..end]).expect("madvise");
+            let (first, last) = ((base + start).div_ceil(PAGE) * PAGE, (base + end) / PAGE * PAGE);
+            for (i, &b) in buf.iter().enumerate() {
+                if base + i < first || base + i >= last {
+                    assert_eq!(b, 0xa5, "{start}..{end}: byte {i} kept");
+                } else if cfg!(target_os = "linux") {
+                    assert_eq!(b, 0, "{start}..{end}: byte {i} given back (zero on Linux)");
+                }
+            }
+        }
+    }
+
     #[test]
     fn child_arena_table() {
         let mut arena = Box::new(Arena::EMPTY);
@@ -950,19 +1109,20 @@ mod tests {
         }
         // Growing a block the arena does not own (the master's) within one size class
         // moves it: the system allocator may have given it fewer bytes than the class.
-        IN_CHILD.store(true, Ordering::Release);
+        let _mode = MODE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_allocations(Allocations::ChildArena);
         let mut master = [7u8; 20];
         let layout20 = Layout::from_size_align(20, 1).expect("layout");
         // SAFETY: the "old block" is readable for 20 bytes; the result is a new arena block.
         let grown = unsafe { ForkAllocator.realloc(master.as_mut_ptr(), layout20, 30) };
-        IN_CHILD.store(false, Ordering::Release);
+        set_allocations(Allocations::System);
         assert!(!grown.is_null() && grown != master.as_mut_ptr());
         // SAFETY: grown holds the 20 copied bytes.
         assert_eq!(unsafe { std::slice::from_raw_parts(grown, 20) }, &[7u8; 20]);
         assert_eq!(master, [7u8; 20], "the master's block is neither freed nor written");
         // A block the arena does not own (the master's) is left alone.
         let mut outside = [0u8; 64];
-        arena.dealloc(outside.as_mut_ptr(), Layout::from_size_align(64, 8).expect("layout"));
+        assert!(!arena.dealloc(outside.as_mut_ptr(), Layout::from_size_align(64, 8).expect("layout")));
         assert_eq!(outside, [0u8; 64]);
         let (regions, count) = (arena.regions, arena.count);
         for &(start, len) in &regions[..count] {

@@ -143,18 +143,12 @@ pub fn filter_program(arch: u32, allow: &[libc::c_long], soft_denied: &[libc::c_
     p
 }
 
-extern "C" {
-    fn tzset();
-}
-
 /// Confines the calling process to what a child needs to serve: no new privileges (no
 /// set-uid exec) and the seccomp filter of [`CHILD_SYSCALLS`]; on architectures without
 /// a list, only no-new-privileges.
 pub fn confine_child() -> io::Result<()> {
-    // libc reads /etc/localtime on the first gmtime_r/localtime_r (dates, syslog): now,
-    // while files can still be opened.
-    // SAFETY: tzset takes no arguments; the child is single-threaded.
-    unsafe { tzset() };
+    // The master loaded the time zone before forking; this is in case it did not.
+    siftd_common::sys::load_timezone();
     // SAFETY: PR_SET_NO_NEW_PRIVS takes the value 1; the remaining arguments must be 0.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());

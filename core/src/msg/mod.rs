@@ -193,6 +193,36 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
+    fn release_above(&mut self, keep: usize) -> usize {
+        let mut freed = 0;
+        for v in [
+            &mut self.h1,
+            &mut self.h2,
+            &mut self.h3,
+            &mut self.prep,
+            &mut self.dec,
+            &mut self.conv,
+            &mut self.rend,
+            &mut self.pre,
+            &mut self.attr,
+            &mut self.base,
+            &mut self.ent,
+            &mut self.resolved,
+            &mut self.path,
+            &mut self.split,
+            &mut self.gather,
+            &mut self.seen,
+            &mut self.u1,
+            &mut self.u2,
+            &mut self.u3,
+            &mut self.u4,
+            &mut self.u5,
+        ] {
+            freed += release_above(v, keep);
+        }
+        freed
+    }
+
     fn capacities(&self) -> [usize; 21] {
         [
             self.h1.capacity(),
@@ -218,6 +248,16 @@ impl Scratch {
             self.u5.capacity(),
         ]
     }
+}
+
+/// Frees `v` when its capacity is above `keep`; the bytes freed.
+pub(crate) fn release_above(v: &mut Vec<u8>, keep: usize) -> usize {
+    let held = v.capacity();
+    if held <= keep {
+        return 0;
+    }
+    *v = Vec::new();
+    held
 }
 
 /// Caller-owned buffers a [`Message`] is parsed into; reuse one per worker.
@@ -285,6 +325,29 @@ impl MessageBuffers {
     /// The limits these buffers were made with.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// Frees every text buffer that a message grew past `keep` bytes and returns the
+    /// bytes freed: a worker that saw one large message then holds what typical mail
+    /// needs, not that message's size, until the next large one.
+    pub fn release_above(&mut self, keep: usize) -> usize {
+        let mut freed = 0;
+        for v in [
+            &mut self.header_text,
+            &mut self.meta,
+            &mut self.nested,
+            &mut self.body,
+            &mut self.rawbody,
+            &mut self.uris,
+            &mut self.html_uris,
+            &mut self.part_text,
+            &mut self.html.comments,
+            &mut self.html.anchors,
+            &mut self.html.titles,
+        ] {
+            freed += release_above(v, keep);
+        }
+        freed + self.scratch.release_above(keep)
     }
 
     /// Capacity of every buffer, to check that re-parsing does not grow them.

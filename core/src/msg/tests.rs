@@ -351,6 +351,33 @@ fn reparse_does_not_grow_buffers() {
     }
 }
 
+#[test]
+fn release_above_table() {
+    // (message, keep): after parsing it, no buffer holds more than `keep` bytes once
+    // released, and parsing again gives the same message.
+    let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("200 KB body", big_body(200_000), 16 * 1024),
+        ("300 MIME parts", many_parts(300), 16 * 1024),
+        ("200 KB body, keep 1 MB", big_body(200_000), 1 << 20),
+        ("golden", GOLDEN[0].0.to_vec(), 16 * 1024),
+    ];
+    for (name, raw, keep) in cases {
+        let mut bufs = MessageBuffers::new(Limits::default());
+        let (body, uris) = {
+            let m = Message::parse(&raw, &mut bufs);
+            (m.body().to_vec(), m.uris().to_vec())
+        };
+        let grown: usize = bufs.capacities()[6..].iter().filter(|&&c| c > keep).sum();
+        let fixed = bufs.capacities()[..6].to_vec();
+        assert_eq!(bufs.release_above(keep), grown, "{name}: the bytes freed");
+        assert!(bufs.capacities()[6..].iter().all(|&c| c <= keep), "{name}: {:?}", bufs.capacities());
+        assert_eq!(bufs.capacities()[..6], fixed[..], "{name}: fixed indexes stay reserved");
+        assert_eq!(bufs.release_above(keep), 0, "{name}: nothing left to free");
+        let m = Message::parse(&raw, &mut bufs);
+        assert_eq!((m.body(), m.uris()), (&body[..], &uris[..]), "{name}: parsed the same after release");
+    }
+}
+
 /// Inputs built to make a careless parser quadratic finish quickly.
 #[test]
 fn pathological_inputs_stay_linear() {
