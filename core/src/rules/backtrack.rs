@@ -2307,7 +2307,12 @@ impl Relaxer<'_, '_> {
         Ok(match hir.kind() {
             HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => hir.clone(),
             HirKind::Repetition(rep) => {
-                let sub = self.relax(&rep.sub, INNER, open, depth + 1)?;
+                let mut sub = self.relax(&rep.sub, INNER, open, depth + 1)?;
+                if matches!(sub.kind(), HirKind::Repetition(_)) {
+                    // A group the relaxing dropped: printed bare, `(?:X{1,3})?` would
+                    // read back as the lazy `X{1,3}?`, which needs a match of X.
+                    sub = Hir::capture(hir::Capture { index: 1, name: None, sub: Box::new(sub) });
+                }
                 let (min, max) = match rep.max {
                     Some(m) if m <= RELAX_REPEAT => (rep.min, rep.max),
                     _ if rep.min > RELAX_REPEAT => (1, None),
@@ -2823,6 +2828,9 @@ mod tests {
             (r"/(?>a+)b/", "(?:a+b)"),
             (r"/a++b/", "(?:a+b)"),
             (r"/(?=x)a{0,200}b{3,4}c{20,30}/", "(?:a*b{3,4}c+)"),
+            // A repeat of a repeat keeps a group: not the lazy `[0-9]{1,3}?`.
+            (r"/(?=x)(?:\d{1,3})?M/", "(?:((?-u:[0-9]){1,3})?M)"),
+            (r"/(?=x)(?:a{2,40})+/", "(a{2,})+"),
         ];
         for (re, want) in rows {
             assert_eq!(program(re).relaxed, *want, "{re}");

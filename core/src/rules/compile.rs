@@ -44,7 +44,7 @@ const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 5;
+pub(crate) const AUTOMATA_REVISION: u32 = 6;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
