@@ -44,7 +44,7 @@ const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 6;
+pub(crate) const AUTOMATA_REVISION: u32 = 7;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -1055,18 +1055,25 @@ impl RuleSet {
             return Err(DisabledReason::Regex(why.clone()));
         }
         let key = pattern_key(b"perl", &p.perl, span);
-        let known_too_big = match cached_matcher(&key, &mut self.lazy_dfas, dense)? {
-            Lookup::Found(built) => return Ok(built),
-            Lookup::TooBig => true,
-            Lookup::Unknown => false,
-        };
+        // A pattern the cache knows runs on a backtracking program, whether for Perl
+        // features DFAs lack or for a dense screen in place of a lazy DFA.
         let backtracking = match backtrack_known(&p.perl, dense) {
             Some(bt) => Some(bt),
-            None => match p.translated() {
-                Ok(t) => return compile_matcher(&t, key, known_too_big, span, &mut self.lazy_dfas, &mut self.prefilters, dense),
-                Err(why) if why.needs_backtracking() => None,
-                Err(why) => return Err(DisabledReason::Regex(why)),
-            },
+            None => {
+                let known_too_big = match cached_matcher(&key, &mut self.lazy_dfas, dense)? {
+                    Lookup::Found(built) => return Ok(built),
+                    Lookup::TooBig => true,
+                    Lookup::Unknown => false,
+                };
+                match p.translated() {
+                    Ok(t) => {
+                        let built = compile_matcher(&t, key, known_too_big, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+                        return self.dense_screen(p, span, built, dense);
+                    }
+                    Err(why) if why.needs_backtracking() => None,
+                    Err(why) => return Err(DisabledReason::Regex(why)),
+                }
+            }
         };
         let bt = match backtracking {
             Some(bt) => bt,
@@ -1078,6 +1085,33 @@ impl RuleSet {
         let program = self.programs.len() as u32;
         self.programs.push(bt.program);
         Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, required: built.required })
+    }
+
+    /// Trades a lazy DFA, which costs every child a cache of its own, for a dense DFA
+    /// of the pattern's relaxed form (long counted repeats opened: `[^>]{0,100}` is
+    /// `[^>]*`) that screens the text and the exact backtracking program that confirms,
+    /// both shared by all children. Kept lazy when the relaxed form is no smaller, and
+    /// for `full` patterns, which are tried anchored where their literals start.
+    fn dense_screen(&mut self, p: &Pattern, span: Span, built: Built, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
+        let Matcher::Lazy(index) = built.matcher else { return Ok(built) };
+        if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
+            return Ok(built);
+        }
+        let Ok(bt) = perl::backtrack(&p.perl) else { return Ok(built) };
+        let screen = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+        let Matcher::Dense(screen_dfa) = screen.matcher else {
+            if matches!(screen.matcher, Matcher::Lazy(_)) {
+                self.lazy_dfas.pop();
+            }
+            return Ok(built);
+        };
+        self.lazy_dfas.pop();
+        if let Dense::Cached(cache) = dense {
+            cache.put_backtrack(backtrack_key(&p.perl), &bt);
+        }
+        let program = self.programs.len() as u32;
+        self.programs.push(bt.program);
+        Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(Matcher::Dense(screen_dfa)), program }, required: screen.required })
     }
 
     fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {
@@ -1482,6 +1516,33 @@ mod tests {
 
     /// A cached compile gives the same verdicts; a second one determinizes nothing, and
     /// an edited rule misses alone.
+    #[test]
+    fn dense_screen_table() {
+        // Too big for a dense DFA as written, small with the counted repeats opened: a
+        // dense screen and the exact program, no lazy DFA.
+        let rules = "rawbody FONT /<font[^>]{0,80}\\bsize\\s*=\\s*7/i\n\
+                     body NEAR /\\bmailto:\\S+\\b.{0,30}\\b(?:remove|unsubscribe)\\b/i\n";
+        let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
+        let screened = |t: &TargetProgram| t.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_))));
+        assert!(screened(&set.rawbody) && screened(&set.body) && set.lazy_dfas.is_empty());
+        let pad = |n: usize| "a ".repeat(n / 2);
+        // (text, rules hit): the bounds hold exactly as Perl reads them.
+        let cases: Vec<(String, &[&str])> = alloc::vec![
+            (String::from("<font size=7>big</font>"), &["FONT"]),
+            (alloc::format!("<font {}size=7>big</font>", pad(70)), &["FONT"]),
+            (alloc::format!("<font {}size=7>big</font>", pad(90)), &[]),
+            (String::from("write to mailto:x@example.com to be removed, or remove"), &["NEAR"]),
+            (alloc::format!("mailto:x@example.com {}remove", pad(28)), &["NEAR"]),
+            (alloc::format!("mailto:x@example.com {}remove", pad(40)), &[]),
+        ];
+        for (text, want) in cases {
+            let message = alloc::format!("Subject: t\r\nContent-Type: text/html\r\n\r\n<html><body>{text}</body></html>\r\n");
+            let mut scratch = Scratch::new(&set);
+            let hits: Vec<String> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| String::from(h.name)).collect();
+            assert_eq!(hits, want, "{text}");
+        }
+    }
+
     #[test]
     fn cached_compile_table() {
         // X has H's Perl text, but a header modifier sift lacks: a warm cache, which knows
