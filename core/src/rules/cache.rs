@@ -408,6 +408,13 @@ impl DfaCache {
         self.misses += shelf.added;
     }
 
+    /// Leaves `key` out of the next image: an automaton the compile built and then did
+    /// not use (a lazy DFA traded for a dense screen), which a start would rebuild for
+    /// nothing.
+    pub(crate) fn forget(&mut self, key: &Key) {
+        self.used.remove(key);
+    }
+
     /// Records the backtracking compile of `key`.
     pub(crate) fn put_backtrack(&mut self, key: Key, compiled: &Backtrack) {
         let mut image = Vec::new();

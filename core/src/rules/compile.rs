@@ -1099,14 +1099,19 @@ impl RuleSet {
         }
         let Ok(bt) = perl::backtrack(&p.perl) else { return Ok(built) };
         let screen = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+        // The automaton not taken stays out of the cache's next image.
         let Matcher::Dense(screen_dfa) = screen.matcher else {
             if matches!(screen.matcher, Matcher::Lazy(_)) {
                 self.lazy_dfas.pop();
+            }
+            if let Dense::Cached(cache) = dense {
+                cache.forget(&pattern_key(b"regex", &bt.relaxed, span));
             }
             return Ok(built);
         };
         self.lazy_dfas.pop();
         if let Dense::Cached(cache) = dense {
+            cache.forget(&pattern_key(b"perl", &p.perl, span));
             cache.put_backtrack(backtrack_key(&p.perl), &bt);
         }
         let program = self.programs.len() as u32;
@@ -1535,6 +1540,18 @@ mod tests {
             (alloc::format!("mailto:x@example.com {}remove", pad(28)), &["NEAR"]),
             (alloc::format!("mailto:x@example.com {}remove", pad(40)), &[]),
         ];
+        // A cache keeps the choice, and no automaton the compile built and did not take:
+        // the image a warm compile writes back is the one it read.
+        let config = parse_str("t.cf", rules).expect("parse");
+        let mut cache = DfaCache::new();
+        RuleSet::compile_cached(&config, &mut cache, &run_here).expect("compile");
+        let image = cache.to_bytes();
+        let mut warm = DfaCache::from_bytes(&image).expect("reads back");
+        warm.prepare(&run_here);
+        let again = RuleSet::compile_cached(&config, &mut warm, &run_here).expect("compile");
+        assert_eq!(warm.misses(), 0);
+        assert!(screened(&again.rawbody) && screened(&again.body) && again.lazy_dfas.is_empty());
+        assert_eq!(warm.to_bytes().len(), image.len(), "nothing dropped: nothing unused was kept");
         for (text, want) in cases {
             let message = alloc::format!("Subject: t\r\nContent-Type: text/html\r\n\r\n<html><body>{text}</body></html>\r\n");
             let mut scratch = Scratch::new(&set);
