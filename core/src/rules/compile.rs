@@ -1090,8 +1090,9 @@ impl RuleSet {
     /// Trades a lazy DFA, which costs every child a cache of its own, for a dense DFA
     /// of the pattern's relaxed form (long counted repeats opened: `[^>]{0,100}` is
     /// `[^>]*`) that screens the text and the exact backtracking program that confirms,
-    /// both shared by all children. Kept lazy when the relaxed form is no smaller, and
-    /// for `full` patterns, which are tried anchored where their literals start.
+    /// both shared by all children. Kept lazy when the relaxed form does not fit a dense
+    /// DFA either, and for `full` patterns, which are tried anchored where their
+    /// literals start.
     fn dense_screen(&mut self, p: &Pattern, span: Span, built: Built, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
         let Matcher::Lazy(index) = built.matcher else { return Ok(built) };
         if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
@@ -1519,8 +1520,6 @@ mod tests {
         }
     }
 
-    /// A cached compile gives the same verdicts; a second one determinizes nothing, and
-    /// an edited rule misses alone.
     #[test]
     fn dense_screen_table() {
         // Too big for a dense DFA as written, small with the counted repeats opened: a
@@ -1560,6 +1559,8 @@ mod tests {
         }
     }
 
+    /// A cached compile gives the same verdicts; a second one determinizes nothing, and
+    /// an edited rule misses alone.
     #[test]
     fn cached_compile_table() {
         // X has H's Perl text, but a header modifier sift lacks: a warm cache, which knows
