@@ -1191,7 +1191,7 @@ mod tests {
     #[test]
     fn lazy_cache_budget_table() {
         // A pattern too big for a dense DFA, fed text that makes its lazy DFA grow.
-        let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
+        let config = parse_str("t.cf", &alloc::format!("body BIG /[ab]*a{}c/\n", "[ab]".repeat(16))).expect("parse");
         let set = RuleSet::compile(&config).expect("compile");
         assert!(!set.lazy_dfas.is_empty(), "the test needs a lazy DFA");
         let text = coin_text(4000, 7, 'a', 'b');
@@ -1264,7 +1264,7 @@ mod tests {
     fn lazy_cache_clears_table() {
         // Each new 17-byte window of random a/b text is a new state of this lazy DFA: a
         // long enough line fills its cache, which is then cleared and refilled.
-        let config = parse_str("t.cf", "body BIG /[ab]*a[ab]{16}c/\n").expect("parse");
+        let config = parse_str("t.cf", &alloc::format!("body BIG /[ab]*a{}c/\n", "[ab]".repeat(16))).expect("parse");
         let set = RuleSet::compile(&config).expect("compile");
         let cases: &[(usize, bool)] = &[(4_000, false), (300_000, true)];
         for &(len, cleared) in cases {
@@ -1279,7 +1279,7 @@ mod tests {
     fn lazy_cache_trim_order_table() {
         // Two lazy DFAs, each run only on the message holding its literal; B's text is
         // longer, so its cache is the larger.
-        let config = parse_str("t.cf", "body A /xqz[ab]*a[ab]{16}c/\nbody B /wvy[de]*d[de]{16}f/\n").expect("parse");
+        let config = parse_str("t.cf", &alloc::format!("body A /xqz[ab]*a{}c/\nbody B /wvy[de]*d{}f/\n", "[ab]".repeat(16), "[de]".repeat(16))).expect("parse");
         let set = RuleSet::compile(&config).expect("compile");
         assert_eq!(set.lazy_dfas.len(), 2, "the test needs two lazy DFAs");
         let a = alloc::format!("Subject: t\r\n\r\nxqz{}\r\n", coin_text(300, 11, 'a', 'b'));

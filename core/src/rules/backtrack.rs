@@ -97,7 +97,10 @@ const NEST_LIMIT: u32 = 250;
 const MAX_LOOKBEHIND: u32 = 255;
 /// In the relaxed form, counted repetitions with bounds above this become open
 /// (`X{0,2048}` is `X*`): the DFA stays small, the program is still exact.
-const RELAX_REPEAT: u32 = 16;
+pub(crate) const RELAX_REPEAT: u32 = 16;
+/// The loosest relaxed form opens every counted repetition but `?` (`X{1,15}` is
+/// `X+`, `X{5}` is `X+`): a screen for patterns whose DFA grows with the counting.
+pub(crate) const RELAX_EVERY_REPEAT: u32 = 1;
 /// "No position", "no marker", "no follow class".
 const NONE: u32 = u32::MAX;
 const NO_CLASS: u16 = u16::MAX;
@@ -1599,11 +1602,12 @@ impl<'h> Groups<'h> {
 }
 
 /// Parses a backtracking translation from perl.rs and builds both forms.
-pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackError> {
+/// Counted repetitions with bounds above `open_above` are open in the relaxed form.
+pub(crate) fn compile_extended(extended: &str, open_above: u32) -> Result<Backtrack, BacktrackError> {
     let hir = parse(extended)?;
     let groups = Groups::of(&hir, false)?;
     let program = build(&hir, &groups, false)?;
-    let relaxer = Relaxer { groups: &groups };
+    let relaxer = Relaxer { groups: &groups, open_above };
     let relaxed = relaxer.relax(&hir, Position { head: true, tail: true }, &mut Vec::new(), 0)?;
     Ok(Backtrack { relaxed: relaxed.to_string(), program })
 }
@@ -2292,6 +2296,8 @@ const INNER: Position = Position { head: false, tail: false };
 /// Perl pattern matches.
 struct Relaxer<'g, 'h> {
     groups: &'g Groups<'h>,
+    /// Counted repetitions with bounds above this become open.
+    open_above: u32,
 }
 
 fn any_bytes() -> Hir {
@@ -2314,8 +2320,8 @@ impl Relaxer<'_, '_> {
                     sub = Hir::capture(hir::Capture { index: 1, name: None, sub: Box::new(sub) });
                 }
                 let (min, max) = match rep.max {
-                    Some(m) if m <= RELAX_REPEAT => (rep.min, rep.max),
-                    _ if rep.min > RELAX_REPEAT => (1, None),
+                    Some(m) if m <= self.open_above => (rep.min, rep.max),
+                    _ if rep.min > self.open_above => (1, None),
                     _ => (rep.min, None),
                 };
                 Hir::repetition(hir::Repetition { min, max, greedy: rep.greedy, sub: Box::new(sub) })
@@ -2835,6 +2841,22 @@ mod tests {
         for (re, want) in rows {
             assert_eq!(program(re).relaxed, *want, "{re}");
         }
+        // The loosest form opens every count but `?`, a repeat of a repeat still grouped.
+        let loosest: &[(&str, &str)] = &[
+            (r"/(?=x)a{0,200}b{3,4}c{20,30}d?/", "(?:a*b+c+d?)"),
+            (r"/(?=x)(?:a{1,15}\s){0,10}b{5}/", r"(?:(?:a+(?-u:[\x09-\x0D\x20]))*b+)"),
+            (r"/(?=x)(?:\d{1,3})?M/", "(?:((?-u:[0-9])+)?M)"),
+        ];
+        let program_image = |b: Backtrack| {
+            let mut out = Vec::new();
+            Backtrack { relaxed: String::new(), program: b.program }.write_image(&mut out);
+            out
+        };
+        for (re, want) in loosest {
+            let Ok(b) = perl::backtrack_opening(re, RELAX_EVERY_REPEAT) else { panic!("{re} does not compile") };
+            assert_eq!(b.relaxed, *want, "{re}");
+            assert_eq!(program_image(b), program_image(program(re)), "{re}: the program is the same");
+        }
     }
 
     #[test]
@@ -2848,7 +2870,7 @@ mod tests {
         for (re, want) in rows {
             let (body, flags) = perl::split_literal(re).expect("literal");
             let extended = perl::translate_backtracking(body, flags).expect("translates");
-            assert_eq!(compile_extended(&extended).map(|_| ()), Err(want.clone()), "{re}");
+            assert_eq!(compile_extended(&extended, RELAX_REPEAT).map(|_| ()), Err(want.clone()), "{re}");
         }
     }
 

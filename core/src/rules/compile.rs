@@ -17,7 +17,7 @@ use regex_syntax::hir::{
     Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition,
 };
 
-use super::backtrack::{Backtrack, Program};
+use super::backtrack::{self, Backtrack, Program};
 use super::cache::{self, Cached, DfaCache, ProgramShelf};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
@@ -33,6 +33,11 @@ const PREFILTER_DFA_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Largest dense DFA built for one pattern; larger ones run as a lazy DFA.
 const DENSE_LIMIT: usize = 192 * 1024;
+/// Largest dense DFA taken to screen for a pattern that would otherwise run as a lazy
+/// DFA: shared by all processes, where the lazy DFA's cache grows in every child.
+const SCREEN_DENSE_LIMIT: usize = 256 * 1024;
+/// Largest screen determinized, before minimizing brings it under [`SCREEN_DENSE_LIMIT`].
+const SCREEN_BUILD_LIMIT: usize = 2 * SCREEN_DENSE_LIMIT;
 /// Most memory the cache of one lazy DFA may take, per scratch (filled only as states are
 /// met); large enough that real mail does not clear it, so warm scans allocate nothing.
 const LAZY_CACHE: usize = 1024 * 1024;
@@ -41,10 +46,13 @@ const LAZY_CACHE: usize = 1024 * 1024;
 const BIG_NFA: usize = 1000;
 /// Cache limit for those lazy DFAs.
 const BIG_LAZY_CACHE: usize = 4 * 1024 * 1024;
+/// The relaxed forms a dense screen may take, the tightest first: counted repeats
+/// opened above these bounds.
+const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_EVERY_REPEAT];
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 7;
+pub(crate) const AUTOMATA_REVISION: u32 = 8;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -425,7 +433,7 @@ enum Dense<'c> {
 
 /// The cache key of a pattern compiled from `source`, written as `tag` says (`perl` as
 /// in a rule, `regex` in regex-automata syntax), for lines cut as `span`, by this compiler.
-fn pattern_key(tag: &[u8], source: &str, span: Span) -> cache::Key {
+fn pattern_key(tag: &[u8], source: &str, span: Span, dense_limit: usize) -> cache::Key {
     let span_tag: &[u8] = match span {
         Span::Whole => b"whole",
         Span::Lines => b"lines",
@@ -435,7 +443,7 @@ fn pattern_key(tag: &[u8], source: &str, span: Span) -> cache::Key {
         tag,
         source.as_bytes(),
         span_tag,
-        &DENSE_LIMIT.to_le_bytes(),
+        &dense_limit.to_le_bytes(),
         &AUTOMATA_REVISION.to_le_bytes(),
         env!("CARGO_PKG_VERSION").as_bytes(),
     ])
@@ -471,23 +479,25 @@ fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mu
 fn build_matcher(
     translated: &str,
     span: Span,
+    dense_limit: usize,
     lazy: &mut Vec<hybrid::dfa::DFA>,
     prefilters: &mut Prefilters,
     dense: &mut Dense<'_>,
 ) -> Result<Built, DisabledReason> {
-    let key = pattern_key(b"regex", translated, span);
+    let key = pattern_key(b"regex", translated, span, dense_limit);
     match cached_matcher(&key, lazy, dense)? {
         Lookup::Found(built) => Ok(built),
-        Lookup::TooBig => compile_matcher(translated, key, true, span, lazy, prefilters, dense),
-        Lookup::Unknown => compile_matcher(translated, key, false, span, lazy, prefilters, dense),
+        Lookup::TooBig => compile_matcher(translated, key, None, span, lazy, prefilters, dense),
+        Lookup::Unknown => compile_matcher(translated, key, Some(dense_limit), span, lazy, prefilters, dense),
     }
 }
 
-/// Parses and compiles `translated`; a cache records the outcome under `key`.
+/// Parses and compiles `translated`, as a dense DFA up to `dense_limit` bytes (none: known
+/// too big) or else a lazy one; a cache records the outcome under `key`.
 fn compile_matcher(
     translated: &str,
     key: cache::Key,
-    known_too_big: bool,
+    dense_limit: Option<usize>,
     span: Span,
     lazy: &mut Vec<hybrid::dfa::DFA>,
     prefilters: &mut Prefilters,
@@ -511,12 +521,11 @@ fn compile_matcher(
     };
     let prefilter = prefix.as_deref().and_then(|p| prefilters.fast(p));
     let nfa = build_nfa(&searched)?;
-    let built = match dense {
-        Dense::Skip => None,
-        _ if known_too_big => None,
-        Dense::Build => build_dense(&nfa, prefilter.clone(), anchored),
-        Dense::Cached(c) => {
-            let dfa = build_dense(&nfa, prefilter.clone(), anchored);
+    let built = match (dense, dense_limit) {
+        (Dense::Skip, _) | (_, None) => None,
+        (Dense::Build, Some(limit)) => build_dense(&nfa, prefilter.clone(), anchored, limit),
+        (Dense::Cached(c), Some(limit)) => {
+            let dfa = build_dense(&nfa, prefilter.clone(), anchored, limit);
             let kept_nfa = if dfa.is_none() { Some(&nfa) } else { None };
             c.put(key, dfa.as_ref(), kept_nfa, required.as_ref(), prefix.as_deref());
             dfa
@@ -628,9 +637,9 @@ fn line_local(hir: &Hir, depth: usize) -> Hir {
     }
 }
 
-/// A dense DFA, or `None` when it would exceed [`DENSE_LIMIT`]; `anchored`: one that
+/// A dense DFA, or `None` when it would exceed `dense_limit` bytes; `anchored`: one that
 /// can also start anchored.
-fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool) -> Option<dense::DFA<Vec<u32>>> {
+fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool, dense_limit: usize) -> Option<dense::DFA<Vec<u32>>> {
     dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -639,8 +648,8 @@ fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool
                 .prefilter(prefilter)
                 .match_kind(MatchKind::LeftmostFirst)
                 .minimize(true)
-                .dfa_size_limit(Some(DENSE_LIMIT))
-                .determinize_size_limit(Some(DENSE_LIMIT)),
+                .dfa_size_limit(Some(dense_limit))
+                .determinize_size_limit(Some(dense_limit)),
         )
         .build_from_nfa(nfa)
         .ok()
@@ -1054,7 +1063,7 @@ impl RuleSet {
         if let Some(why) = &p.refused {
             return Err(DisabledReason::Regex(why.clone()));
         }
-        let key = pattern_key(b"perl", &p.perl, span);
+        let key = pattern_key(b"perl", &p.perl, span, DENSE_LIMIT);
         // A pattern the cache knows runs on a backtracking program, whether for Perl
         // features DFAs lack or for a dense screen in place of a lazy DFA.
         let backtracking = match backtrack_known(&p.perl, dense) {
@@ -1067,57 +1076,114 @@ impl RuleSet {
                 };
                 match p.translated() {
                     Ok(t) => {
-                        let built = compile_matcher(&t, key, known_too_big, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
-                        return self.dense_screen(p, span, built, dense);
+                        let dense_limit = (!known_too_big).then_some(DENSE_LIMIT);
+                        let built = compile_matcher(&t, key, dense_limit, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+                        return Ok(match self.dense_screen(p, span, &built, None, dense)? {
+                            Some((screen, bt)) => self.confirmed(screen, bt.program),
+                            None => built,
+                        });
                     }
                     Err(why) if why.needs_backtracking() => None,
                     Err(why) => return Err(DisabledReason::Regex(why)),
                 }
             }
         };
+        let decided = backtracking.is_some();
         let bt = match backtracking {
             Some(bt) => bt,
             None => backtrack_cached(&p.perl, dense)?,
         };
         // The relaxed form only screens the text: it is searched whole, never anchored.
         let relaxed_span = if span == Span::Message { Span::Whole } else { span };
-        let built = build_matcher(&bt.relaxed, relaxed_span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
-        let program = self.programs.len() as u32;
-        self.programs.push(bt.program);
-        Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(built.matcher), program }, required: built.required })
+        // A dense screen a cache kept was built under the larger limit.
+        let screen_key = pattern_key(b"regex", &bt.relaxed, relaxed_span, SCREEN_BUILD_LIMIT);
+        let built = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
+            Lookup::Found(built @ Built { matcher: Matcher::Dense(_), .. }) => built,
+            _ => build_matcher(&bt.relaxed, relaxed_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
+        };
+        if !decided {
+            // A lazy screen may give way to a looser dense one; a cache keeps the choice.
+            if let Some((screen, looser)) = self.dense_screen(p, span, &built, Some(&bt.relaxed), dense)? {
+                return Ok(self.confirmed(screen, looser.program));
+            }
+        }
+        Ok(self.confirmed(built, bt.program))
+    }
+
+    /// `screen`'s hits confirmed by `program`, which joins the set's programs.
+    fn confirmed(&mut self, screen: Built, program: Program) -> Built {
+        let index = self.programs.len() as u32;
+        self.programs.push(program);
+        Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index }, required: screen.required }
     }
 
     /// Trades a lazy DFA, which costs every child a cache of its own, for a dense DFA
-    /// of the pattern's relaxed form (long counted repeats opened: `[^>]{0,100}` is
-    /// `[^>]*`) that screens the text and the exact backtracking program that confirms,
-    /// both shared by all children. Kept lazy when the relaxed form does not fit a dense
-    /// DFA either, and for `full` patterns, which are tried anchored where their
-    /// literals start.
-    fn dense_screen(&mut self, p: &Pattern, span: Span, built: Built, dense: &mut Dense<'_>) -> Result<Built, DisabledReason> {
-        let Matcher::Lazy(index) = built.matcher else { return Ok(built) };
-        if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
-            return Ok(built);
-        }
-        let Ok(bt) = perl::backtrack(&p.perl) else { return Ok(built) };
-        let screen = build_matcher(&bt.relaxed, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
-        // The automaton not taken stays out of the cache's next image.
-        let Matcher::Dense(screen_dfa) = screen.matcher else {
-            if matches!(screen.matcher, Matcher::Lazy(_)) {
-                self.lazy_dfas.pop();
-            }
-            if let Dense::Cached(cache) = dense {
-                cache.forget(&pattern_key(b"regex", &bt.relaxed, span));
-            }
-            return Ok(built);
+    /// of a relaxed form of the pattern that screens the text, with the exact
+    /// backtracking program to confirm, both shared by all children. The relaxed
+    /// forms tried open long counted repeats (`[^>]{0,100}` is `[^>]*`), then every
+    /// counted repeat (`(?:\w{1,15}\s){0,10}` is `(?:\w+\s)*`); `lazy_relaxed` is the
+    /// relaxed form `built` runs lazily, if any. None when `built` is not a lazy DFA,
+    /// no form fits [`SCREEN_DENSE_LIMIT`], or the pattern is a `full` one, which is
+    /// tried anchored where its literals start.
+    fn dense_screen(
+        &mut self,
+        p: &Pattern,
+        span: Span,
+        built: &Built,
+        lazy_relaxed: Option<&str>,
+        dense: &mut Dense<'_>,
+    ) -> Result<Option<(Built, Backtrack)>, DisabledReason> {
+        let index = match &built.matcher {
+            Matcher::Lazy(i) => *i,
+            Matcher::Backtrack { relaxed, .. } => match **relaxed {
+                Matcher::Lazy(i) => i,
+                _ => return Ok(None),
+            },
+            Matcher::Dense(_) => return Ok(None),
         };
+        if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
+            return Ok(None);
+        }
+        // Every form is tried; the smallest dense DFA is taken.
+        let mut best: Option<(Built, Backtrack, usize)> = None;
+        let mut tried: Vec<String> = Vec::new();
+        for open_above in SCREEN_RELAXATIONS {
+            let Ok(bt) = perl::backtrack_opening(&p.perl, open_above) else { break };
+            if tried.contains(&bt.relaxed) {
+                continue;
+            }
+            tried.push(bt.relaxed.clone());
+            let screen = build_matcher(&bt.relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+            let bytes = match &screen.matcher {
+                Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
+                Matcher::Dense(_) => usize::MAX,
+                Matcher::Lazy(_) => {
+                    self.lazy_dfas.pop();
+                    usize::MAX
+                }
+                Matcher::Backtrack { .. } => usize::MAX,
+            };
+            // The automata not taken stay out of the cache's next image.
+            let dropped = if best.as_ref().is_none_or(|(_, _, least)| bytes < *least) && bytes != usize::MAX {
+                best.replace((screen, bt, bytes)).map(|(_, old, _)| old.relaxed)
+            } else {
+                Some(bt.relaxed)
+            };
+            if let (Some(relaxed), Dense::Cached(cache)) = (dropped, &mut *dense) {
+                cache.forget(&pattern_key(b"regex", &relaxed, span, SCREEN_BUILD_LIMIT));
+            }
+        }
+        let Some((screen, bt, _)) = best else { return Ok(None) };
+        // The lazy DFA given up leaves the next image too.
         self.lazy_dfas.pop();
         if let Dense::Cached(cache) = dense {
-            cache.forget(&pattern_key(b"perl", &p.perl, span));
+            match lazy_relaxed {
+                Some(r) => cache.forget(&pattern_key(b"regex", r, span, DENSE_LIMIT)),
+                None => cache.forget(&pattern_key(b"perl", &p.perl, span, DENSE_LIMIT)),
+            }
             cache.put_backtrack(backtrack_key(&p.perl), &bt);
         }
-        let program = self.programs.len() as u32;
-        self.programs.push(bt.program);
-        Ok(Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(Matcher::Dense(screen_dfa)), program }, required: screen.required })
+        Ok(Some((screen, bt)))
     }
 
     fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {
@@ -1427,7 +1493,7 @@ impl RuleSet {
         let mut prefilters = Prefilters::default();
         let prefilter = prefix_needles(&hir, &mut prefilters).as_deref().and_then(|p| prefilters.fast(p));
         let nfa = build_nfa(&hir).map_err(|e| e.to_string())?;
-        Ok(build_dense(&nfa, prefilter, false).is_some())
+        Ok(build_dense(&nfa, prefilter, false, DENSE_LIMIT).is_some())
     }
 }
 
@@ -1523,9 +1589,12 @@ mod tests {
     #[test]
     fn dense_screen_table() {
         // Too big for a dense DFA as written, small with the counted repeats opened: a
-        // dense screen and the exact program, no lazy DFA.
+        // dense screen and the exact program, no lazy DFA. Long repeats opened (FONT,
+        // NEAR), or all of them (YOUR; PCT, whose lookahead needs the program anyway).
         let rules = "rawbody FONT /<font[^>]{0,80}\\bsize\\s*=\\s*7/i\n\
-                     body NEAR /\\bmailto:\\S+\\b.{0,30}\\b(?:remove|unsubscribe)\\b/i\n";
+                     body NEAR /\\bmailto:\\S+\\b.{0,30}\\b(?:remove|unsubscribe)\\b/i\n\
+                     body YOUR /\\byour?\\s(?:\\w{1,15}\\s){0,10}(?:share|fee)\\b/i\n\
+                     body PCT /\\byours?\\s(?!can)(?:\\w{1,15}\\s){0,10}(?:cut|part)\\b/i\n";
         let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
         let screened = |t: &TargetProgram| t.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_))));
         assert!(screened(&set.rawbody) && screened(&set.body) && set.lazy_dfas.is_empty());
@@ -1538,6 +1607,13 @@ mod tests {
             (String::from("write to mailto:x@example.com to be removed, or remove"), &["NEAR"]),
             (alloc::format!("mailto:x@example.com {}remove", pad(28)), &["NEAR"]),
             (alloc::format!("mailto:x@example.com {}remove", pad(40)), &[]),
+            (String::from("Your a b c d e f g h i j share"), &["YOUR"]),
+            (String::from("your a b c d e f g h i j k share"), &[]),
+            (String::from("you abcdefghijklmno fee"), &["YOUR"]),
+            (String::from("you abcdefghijklmnop fee"), &[]),
+            (String::from("yours is the big cut"), &["PCT"]),
+            (String::from("yours can cut"), &[]),
+            (String::from("yours a b c d e f g h i j k part"), &[]),
         ];
         // A cache keeps the choice, and no automaton the compile built and did not take:
         // the image a warm compile writes back is the one it read.

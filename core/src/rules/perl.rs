@@ -129,9 +129,14 @@ pub fn plan(perl: &str) -> Result<Plan, Unsupported> {
 /// text the Perl regex matches (and has a DFA), and the exact backtracking
 /// [`backtrack::Program`].
 pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
+    backtrack_opening(perl, backtrack::RELAX_REPEAT)
+}
+
+/// [`backtrack()`] with the relaxed form's counted repetitions opened above `open_above`.
+pub(crate) fn backtrack_opening(perl: &str, open_above: u32) -> Result<Backtrack, Unsupported> {
     let (body, flags) = split_literal(perl)?;
     let extended = translate_backtracking(body, flags)?;
-    backtrack::compile_extended(&extended).map_err(|e| match e {
+    backtrack::compile_extended(&extended, open_above).map_err(|e| match e {
         BacktrackError::NoSuchGroup(_) => Unsupported::Invalid(e.to_string()),
         _ => Unsupported::Construct(e.to_string()),
     })
