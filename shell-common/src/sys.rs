@@ -676,10 +676,10 @@ fn allocations() -> Allocations {
 pub struct ForkAllocator;
 
 static ALLOCATIONS: AtomicU8 = AtomicU8::new(Allocations::System as u8);
-static MASTER_ARENA: LockedArena = LockedArena::new();
-static CHILD_ARENA: LockedArena = LockedArena::new();
+static MASTER_ARENA: LockedArena = LockedArena::new(usize::MAX);
+static CHILD_ARENA: LockedArena = LockedArena::new(GIVE_BACK_BLOCK);
 
-/// Size classes 16 B to 8 KiB, powers of two; larger blocks get their own mapping, so
+/// Size classes 16 B to 32 KiB, powers of two; larger blocks get their own mapping, so
 /// that freeing one gives its pages back.
 const CLASSES: usize = 12;
 const SMALLEST_CLASS: usize = 16;
@@ -688,6 +688,10 @@ const SLAB_BYTES: usize = 1 << 20;
 /// Mappings one arena may hold (slabs and large blocks).
 const MAX_REGIONS: usize = 8192;
 const PAGE: usize = 4096;
+/// A child's freed class blocks of this size or more give their pages back but the
+/// first (which holds the free list's link): a buffer one large message grew does not
+/// stay resident in every child.
+const GIVE_BACK_BLOCK: usize = 4 * PAGE;
 
 struct Arena {
     free: [*mut u8; CLASSES],
@@ -695,6 +699,8 @@ struct Arena {
     end: [usize; CLASSES],
     regions: [(usize, usize); MAX_REGIONS],
     count: usize,
+    /// Freed class blocks this large or more give their pages back.
+    give_back: usize,
 }
 
 /// An arena behind a spin lock (the master is one thread once it uses its arena).
@@ -707,8 +713,8 @@ struct LockedArena {
 unsafe impl Sync for LockedArena {}
 
 impl LockedArena {
-    const fn new() -> LockedArena {
-        LockedArena { lock: AtomicBool::new(false), arena: UnsafeCell::new(Arena::EMPTY) }
+    const fn new(give_back: usize) -> LockedArena {
+        LockedArena { lock: AtomicBool::new(false), arena: UnsafeCell::new(Arena { give_back, ..Arena::EMPTY }) }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Arena) -> T) -> T {
@@ -729,6 +735,7 @@ impl Arena {
         end: [0; CLASSES],
         regions: [(0, 0); MAX_REGIONS],
         count: 0,
+        give_back: usize::MAX,
     };
 
     fn class_of(layout: Layout) -> Option<usize> {
@@ -800,6 +807,14 @@ impl Arena {
         };
         match Arena::class_of(layout) {
             Some(c) => {
+                let size = SMALLEST_CLASS << c;
+                if size >= self.give_back {
+                    // SAFETY: the block's pages past its first are ours, page-aligned (a
+                    // block is aligned to its size within a page-aligned slab) and no
+                    // longer in use; they read as zero when next touched. Advisory: should
+                    // it fail, the pages merely stay resident.
+                    unsafe { libc::madvise(ptr.add(PAGE).cast(), size - PAGE, libc::MADV_DONTNEED) };
+                }
                 // SAFETY: the block is at least 16 bytes, ours, and no longer in use.
                 unsafe { ptr.cast::<*mut u8>().write(self.free[c]) };
                 self.free[c] = ptr;
@@ -1083,6 +1098,36 @@ mod tests {
                     assert_eq!(b, 0, "{start}..{end}: byte {i} given back (zero on Linux)");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn freed_blocks_give_back_table() {
+        let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
+        // (block size, pages past the first given back when freed)
+        let cases: &[(usize, bool)] = &[(64, false), (8192, false), (16384, true), (32768, true)];
+        for &(size, given) in cases {
+            let layout = Layout::from_size_align(size, 8).expect("layout");
+            let a = arena.alloc(layout);
+            assert!(!a.is_null(), "{size}");
+            // SAFETY: a is a block of `size` bytes.
+            unsafe { std::ptr::write_bytes(a, 0xa5, size) };
+            arena.dealloc(a, layout);
+            // SAFETY: the freed block stays mapped in the arena's slab; reading it is
+            // reading the test's own memory.
+            let bytes = unsafe { std::slice::from_raw_parts(a, size) };
+            let first = size.min(PAGE);
+            assert!(bytes[8..first].iter().all(|&b| b == 0xa5), "{size}: the first page holds the free list's link, the rest kept");
+            let rest_kept = bytes[first..].iter().all(|&b| b == 0xa5);
+            if cfg!(target_os = "linux") && size > PAGE {
+                assert_eq!(!rest_kept, given, "{size}: given back (zero on Linux)");
+            }
+            assert_eq!(arena.alloc(layout), a, "{size}: the block is reused");
+        }
+        let (regions, count) = (arena.regions, arena.count);
+        for &(start, len) in &regions[..count] {
+            // SAFETY: the test's own mappings, no longer used.
+            unsafe { libc::munmap(start as *mut libc::c_void, len) };
         }
     }
 
