@@ -299,9 +299,10 @@ fn extremes() {
         assert!(!m.body().is_empty(), "{name}: some text");
         let took = started.elapsed();
         assert!(took.as_secs() < 10, "{name}: {took:?}");
-        // Fixed indexes never grow past their reservation.
+        // Fixed indexes never grow past their reservation (the URI tables, next, grow
+        // to a bound of their own).
         let now = bufs.capacities();
-        assert_eq!(now.get(..5), caps.get(..5), "{name}");
+        assert_eq!(now.get(..4), caps.get(..4), "{name}");
     }
     let parts = many_parts(1_000);
     let m = Message::parse(&parts, &mut bufs);

@@ -18,17 +18,24 @@ const MAX_VARIANTS: usize = 48;
 const MAX_SOURCES: usize = 8;
 
 /// An open-addressed table of (start, length + 1, epoch) entries; an entry is in
-/// use only when its epoch is the table's, so emptying it is one increment.
+/// use only when its epoch is the table's, so emptying it is one increment. It starts
+/// small and doubles as items come, up to the size `max` items need: a worker whose
+/// mail has few URIs keeps a few KiB, not the table for the most.
 #[derive(Debug, Default)]
 pub(crate) struct SlotTable {
     slots: Vec<(u32, u32, u32)>,
     epoch: u32,
+    /// The size the table may grow to.
+    limit: usize,
 }
 
+/// Slots a table starts with.
+const FIRST_SLOTS: usize = 64;
+
 impl SlotTable {
-    /// A table for `max` items, reserved now.
+    /// A table for up to `max` items.
     pub fn with_items(max: usize) -> SlotTable {
-        SlotTable { slots: Vec::with_capacity(Self::size_for(max)), epoch: 0 }
+        SlotTable { slots: Vec::new(), epoch: 0, limit: Self::size_for(max) }
     }
 
     fn size_for(max: usize) -> usize {
@@ -40,14 +47,38 @@ impl SlotTable {
         self.slots.capacity()
     }
 
-    /// Empties the table, sized for `max` items.
+    /// Empties the table, for up to `max` items.
     pub fn reset(&mut self, max: usize) {
-        let size = Self::size_for(max);
+        self.limit = Self::size_for(max);
         self.epoch = self.epoch.wrapping_add(1);
-        if self.slots.len() != size || self.epoch == 0 {
+        if self.slots.is_empty() || self.slots.len() > self.limit || self.epoch == 0 {
             self.slots.clear();
-            self.slots.resize(size, (0, 0, 0));
+            self.slots.resize(FIRST_SLOTS.min(self.limit), (0, 0, 0));
             self.epoch = 1;
+        }
+    }
+
+    /// Doubles the table, within its limit, when one more item would fill it past
+    /// half; the entries in use move, found by their text in `arena`.
+    fn make_room(&mut self, count: usize, arena: &[u8]) {
+        let len = self.slots.len();
+        if count.saturating_add(1).saturating_mul(2) <= len || len.saturating_mul(2) > self.limit {
+            return;
+        }
+        let old = core::mem::replace(&mut self.slots, alloc::vec![(0, 0, 0); len * 2]);
+        let mask = len * 2 - 1;
+        for (start, len1, e) in old {
+            if e != self.epoch {
+                continue;
+            }
+            let item = arena.get(start as usize..(start as usize + len1 as usize).saturating_sub(1)).unwrap_or(&[]);
+            let mut i = (hash(item) as usize) & mask;
+            while self.slots.get(i).is_some_and(|&(_, _, e)| e == self.epoch) {
+                i = (i + 1) & mask;
+            }
+            if let Some(slot) = self.slots.get_mut(i) {
+                *slot = (start, len1, e);
+            }
         }
     }
 }
@@ -91,7 +122,7 @@ pub(crate) enum Offer {
 }
 
 /// A set of byte strings kept in an arena (separated by `sep`) with an
-/// open-addressed table of (start, length + 1); the table never grows.
+/// open-addressed table of (start, length + 1).
 pub(crate) struct ByteSet<'s> {
     pub arena: &'s mut Vec<u8>,
     pub slots: &'s mut SlotTable,
@@ -103,6 +134,7 @@ pub(crate) struct ByteSet<'s> {
 impl ByteSet<'_> {
     /// Adds `item` unless present or full.
     pub fn offer(&mut self, item: &[u8]) -> Offer {
+        self.slots.make_room(self.count, self.arena);
         let epoch = self.slots.epoch;
         let table = &mut self.slots.slots;
         if table.is_empty() {
@@ -1283,6 +1315,37 @@ mod tests {
         let mut v: Vec<String> = if out.is_empty() { Vec::new() } else { out.split(|&b| b == b'\n').map(|l| String::from_utf8_lossy(l).into_owned()).collect() };
         v.sort();
         v
+    }
+
+    #[test]
+    fn byte_set_growth_table() {
+        // (max items, items offered, slots the table ends with): it starts small, doubles
+        // as items come, stops at twice the most it may hold; every item stays findable.
+        let cases: &[(usize, usize, usize)] = &[(1000, 10, 64), (1000, 32, 128), (1000, 600, 2048), (1000, 1500, 2048), (20, 100, 64)];
+        for &(max, offered, slots_after) in cases {
+            let (mut arena, mut slots) = (Vec::new(), SlotTable::with_items(max));
+            // Two messages: the second, after a reset, sees none of the first's items.
+            for round in 0..2 {
+                slots.reset(max);
+                arena.clear();
+                let mut set = ByteSet { arena: &mut arena, slots: &mut slots, count: 0, max, sep: None };
+                let item = |i: usize| alloc::format!("r{round}-item-{i}").into_bytes();
+                for i in 0..offered {
+                    let want = if i < max { Offer::Added } else { Offer::Full };
+                    assert_eq!(set.offer(&item(i)), want, "{max}/{offered}: item {i}");
+                }
+                for i in 0..offered.min(max) {
+                    assert_eq!(set.offer(&item(i)), Offer::Present, "{max}/{offered}: item {i} again");
+                }
+                assert_eq!(set.count, offered.min(max));
+                if round == 1 {
+                    let old = alloc::format!("r0-item-{}", offered.min(max) - 1).into_bytes();
+                    let want = if offered < max { Offer::Added } else { Offer::Full };
+                    assert_eq!(set.offer(&old), want, "{max}/{offered}: the last message's item is gone");
+                }
+            }
+            assert_eq!(slots.slots.len(), slots_after, "{max}/{offered}");
+        }
     }
 
     #[test]
