@@ -1097,9 +1097,18 @@ impl RuleSet {
         let relaxed_span = if span == Span::Message { Span::Whole } else { span };
         // A dense screen a cache kept was built under the larger limit.
         let screen_key = pattern_key(b"regex", &bt.relaxed, relaxed_span, SCREEN_BUILD_LIMIT);
-        let built = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
-            Lookup::Found(built @ Built { matcher: Matcher::Dense(_), .. }) => built,
-            _ => build_matcher(&bt.relaxed, relaxed_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
+        let known_screen = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
+            Lookup::Found(built @ Built { matcher: Matcher::Dense(_), .. }) => Some(built),
+            Lookup::Found(_) => {
+                // A form too big to screen, met earlier in this compile: its lazy DFA goes.
+                self.lazy_dfas.pop();
+                None
+            }
+            Lookup::TooBig | Lookup::Unknown => None,
+        };
+        let built = match known_screen {
+            Some(built) => built,
+            None => build_matcher(&bt.relaxed, relaxed_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
         };
         if !decided {
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
@@ -1627,6 +1636,12 @@ mod tests {
         assert_eq!(warm.misses(), 0);
         assert!(screened(&again.rawbody) && screened(&again.body) && again.lazy_dfas.is_empty());
         assert_eq!(warm.to_bytes().len(), image.len(), "nothing dropped: nothing unused was kept");
+        // Two patterns whose one relaxed form is too big to screen: a lazy DFA each, and
+        // none left over from the second's look at what the first tried.
+        let unrolled = "[ab]".repeat(16);
+        let both = alloc::format!("body A /[ab]*a{unrolled}c(?!d)/\nbody B /[ab]*a{unrolled}c(?!e)/\n");
+        let lazy = RuleSet::compile_cached(&parse_str("t.cf", &both).expect("parse"), &mut DfaCache::new(), &run_here).expect("compile");
+        assert_eq!(lazy.lazy_dfas.len(), 2);
         for (text, want) in cases {
             let message = alloc::format!("Subject: t\r\nContent-Type: text/html\r\n\r\n<html><body>{text}</body></html>\r\n");
             let mut scratch = Scratch::new(&set);
