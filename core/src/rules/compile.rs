@@ -1078,10 +1078,12 @@ impl RuleSet {
                     Ok(t) => {
                         let dense_limit = (!known_too_big).then_some(DENSE_LIMIT);
                         let built = compile_matcher(&t, key, dense_limit, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
-                        return Ok(match self.dense_screen(p, span, &built, None, dense)? {
-                            Some((screen, bt)) => self.confirmed(screen, bt.program),
-                            None => built,
-                        });
+                        if let (Matcher::Lazy(_), Ok(mut bt)) = (&built.matcher, perl::backtrack(&p.perl)) {
+                            if let Some(screen) = self.dense_screen(p, span, &built, key, &mut bt, dense)? {
+                                return Ok(self.confirmed(screen, bt.program));
+                            }
+                        }
+                        return Ok(built);
                     }
                     Err(why) if why.needs_backtracking() => None,
                     Err(why) => return Err(DisabledReason::Regex(why)),
@@ -1089,7 +1091,7 @@ impl RuleSet {
             }
         };
         let decided = backtracking.is_some();
-        let bt = match backtracking {
+        let mut bt = match backtracking {
             Some(bt) => bt,
             None => backtrack_cached(&p.perl, dense)?,
         };
@@ -1112,8 +1114,9 @@ impl RuleSet {
         };
         if !decided {
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
-            if let Some((screen, looser)) = self.dense_screen(p, span, &built, Some(&bt.relaxed), dense)? {
-                return Ok(self.confirmed(screen, looser.program));
+            let given_up = pattern_key(b"regex", &bt.relaxed, relaxed_span, DENSE_LIMIT);
+            if let Some(screen) = self.dense_screen(p, span, &built, given_up, &mut bt, dense)? {
+                return Ok(self.confirmed(screen, bt.program));
             }
         }
         Ok(self.confirmed(built, bt.program))
@@ -1128,20 +1131,21 @@ impl RuleSet {
 
     /// Trades a lazy DFA, which costs every child a cache of its own, for a dense DFA
     /// of a relaxed form of the pattern that screens the text, with the exact
-    /// backtracking program to confirm, both shared by all children. The relaxed
+    /// backtracking program `bt` to confirm, both shared by all children. The relaxed
     /// forms tried open long counted repeats (`[^>]{0,100}` is `[^>]*`), then every
-    /// counted repeat (`(?:\w{1,15}\s){0,10}` is `(?:\w+\s)*`); `lazy_relaxed` is the
-    /// relaxed form `built` runs lazily, if any. None when `built` is not a lazy DFA,
-    /// no form fits [`SCREEN_DENSE_LIMIT`], or the pattern is a `full` one, which is
-    /// tried anchored where its literals start.
+    /// counted repeat (`(?:\w{1,15}\s){0,10}` is `(?:\w+\s)*`); the one taken becomes
+    /// `bt`'s, and the automaton `built` had, under `given_up`, leaves the cache's next
+    /// image. None when `built` is not a lazy DFA, no form fits [`SCREEN_DENSE_LIMIT`],
+    /// or the pattern is a `full` one, which is tried anchored where its literals start.
     fn dense_screen(
         &mut self,
         p: &Pattern,
         span: Span,
         built: &Built,
-        lazy_relaxed: Option<&str>,
+        given_up: cache::Key,
+        bt: &mut Backtrack,
         dense: &mut Dense<'_>,
-    ) -> Result<Option<(Built, Backtrack)>, DisabledReason> {
+    ) -> Result<Option<Built>, DisabledReason> {
         let index = match &built.matcher {
             Matcher::Lazy(i) => *i,
             Matcher::Backtrack { relaxed, .. } => match **relaxed {
@@ -1153,16 +1157,14 @@ impl RuleSet {
         if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
             return Ok(None);
         }
+        let Ok(forms) = perl::relaxed_forms(&p.perl, &SCREEN_RELAXATIONS) else { return Ok(None) };
         // Every form is tried; the smallest dense DFA is taken.
-        let mut best: Option<(Built, Backtrack, usize)> = None;
-        let mut tried: Vec<String> = Vec::new();
-        for open_above in SCREEN_RELAXATIONS {
-            let Ok(bt) = perl::backtrack_opening(&p.perl, open_above) else { break };
-            if tried.contains(&bt.relaxed) {
+        let mut best: Option<(Built, usize, usize)> = None;
+        for (i, relaxed) in forms.iter().enumerate() {
+            if forms.get(..i).is_some_and(|before| before.contains(relaxed)) {
                 continue;
             }
-            tried.push(bt.relaxed.clone());
-            let screen = build_matcher(&bt.relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+            let screen = build_matcher(relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
             let bytes = match &screen.matcher {
                 Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
                 Matcher::Dense(_) => usize::MAX,
@@ -1173,26 +1175,25 @@ impl RuleSet {
                 Matcher::Backtrack { .. } => usize::MAX,
             };
             // The automata not taken stay out of the cache's next image.
-            let dropped = if best.as_ref().is_none_or(|(_, _, least)| bytes < *least) && bytes != usize::MAX {
-                best.replace((screen, bt, bytes)).map(|(_, old, _)| old.relaxed)
+            let dropped = if best.as_ref().is_none_or(|(_, least, _)| bytes < *least) && bytes != usize::MAX {
+                best.replace((screen, bytes, i)).map(|(_, _, old)| old)
             } else {
-                Some(bt.relaxed)
+                Some(i)
             };
-            if let (Some(relaxed), Dense::Cached(cache)) = (dropped, &mut *dense) {
-                cache.forget(&pattern_key(b"regex", &relaxed, span, SCREEN_BUILD_LIMIT));
+            if let (Some(form), Dense::Cached(cache)) = (dropped.and_then(|d| forms.get(d)), &mut *dense) {
+                cache.forget(&pattern_key(b"regex", form, span, SCREEN_BUILD_LIMIT));
             }
         }
-        let Some((screen, bt, _)) = best else { return Ok(None) };
-        // The lazy DFA given up leaves the next image too.
+        let Some((screen, _, i)) = best else { return Ok(None) };
         self.lazy_dfas.pop();
-        if let Dense::Cached(cache) = dense {
-            match lazy_relaxed {
-                Some(r) => cache.forget(&pattern_key(b"regex", r, span, DENSE_LIMIT)),
-                None => cache.forget(&pattern_key(b"perl", &p.perl, span, DENSE_LIMIT)),
-            }
-            cache.put_backtrack(backtrack_key(&p.perl), &bt);
+        if let Some(relaxed) = forms.into_iter().nth(i) {
+            bt.relaxed = relaxed;
         }
-        Ok(Some((screen, bt)))
+        if let Dense::Cached(cache) = dense {
+            cache.forget(&given_up);
+            cache.put_backtrack(backtrack_key(&p.perl), bt);
+        }
+        Ok(Some(screen))
     }
 
     fn note_matcher(&mut self, rule_type: RuleType, built: &Built) {

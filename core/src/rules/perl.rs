@@ -129,17 +129,24 @@ pub fn plan(perl: &str) -> Result<Plan, Unsupported> {
 /// text the Perl regex matches (and has a DFA), and the exact backtracking
 /// [`backtrack::Program`].
 pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
-    backtrack_opening(perl, backtrack::RELAX_REPEAT)
-}
-
-/// [`backtrack()`] with the relaxed form's counted repetitions opened above `open_above`.
-pub(crate) fn backtrack_opening(perl: &str, open_above: u32) -> Result<Backtrack, Unsupported> {
     let (body, flags) = split_literal(perl)?;
     let extended = translate_backtracking(body, flags)?;
-    backtrack::compile_extended(&extended, open_above).map_err(|e| match e {
+    backtrack::compile_extended(&extended).map_err(unsupported)
+}
+
+/// [`backtrack()`]'s relaxed form, one for each bound above which counted repetitions
+/// are opened, without the program.
+pub(crate) fn relaxed_forms(perl: &str, bounds: &[u32]) -> Result<Vec<String>, Unsupported> {
+    let (body, flags) = split_literal(perl)?;
+    let extended = translate_backtracking(body, flags)?;
+    backtrack::relaxed_forms(&extended, bounds).map_err(unsupported)
+}
+
+fn unsupported(e: BacktrackError) -> Unsupported {
+    match e {
         BacktrackError::NoSuchGroup(_) => Unsupported::Invalid(e.to_string()),
         _ => Unsupported::Construct(e.to_string()),
-    })
+    }
 }
 
 /// Splits a regex literal into its body and modifier letters, the way
