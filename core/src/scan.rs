@@ -401,10 +401,13 @@ impl RuleSet {
                 _ => target.as_slice(),
             };
             let max = state.max_hits(check.rule);
+            // Without a byte every match holds, the pattern cannot match.
+            let hopeless = check.required_byte.as_ref().is_some_and(|b| b.find(text).is_none());
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
+                HeaderCheckTest::Matches(_) if hopeless => 0,
                 HeaderCheckTest::Matches(m) => count_matches(m, text, max, &mut lines.engines),
-                HeaderCheckTest::NotMatches(m) => u32::from(count_matches(m, text, 1, &mut lines.engines) == 0),
+                HeaderCheckTest::NotMatches(m) => u32::from(hopeless || count_matches(m, text, 1, &mut lines.engines) == 0),
             };
             state.add(check.rule, n);
             probe.spent(Cost::Rule(check.rule), started);
@@ -865,7 +868,18 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     for &p in &program.unfiltered {
         let started = probe.now();
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        let n = count_in_lines(&pattern.matcher, text, state.max_hits(pattern.rule), &mut s.engines);
+        // No match starts before the line of the first byte every match needs.
+        let from = match program.pattern_required_byte.get(p as usize) {
+            Some(Some(byte)) => match byte.find(text) {
+                Some(at) => line_start(text, at),
+                None => {
+                    probe.spent(Cost::Rule(pattern.rule), started);
+                    continue;
+                }
+            },
+            _ => 0,
+        };
+        let n = count_in_lines(&pattern.matcher, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
@@ -884,6 +898,12 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        if let Some(Some(byte)) = program.pattern_required_byte.get(p as usize) {
+            if byte.find(text).is_none() {
+                probe.spent(Cost::Rule(pattern.rule), started);
+                continue;
+            }
+        }
         let max = state.max_hits(pattern.rule);
         let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
             && !matches!(pattern.matcher, Matcher::Backtrack { .. });
@@ -1133,6 +1153,40 @@ mod tests {
             let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
             assert_eq!(got, want, "rules: {rules}");
         }
+    }
+
+    #[test]
+    fn required_byte_table() {
+        // Patterns without literals but with a byte every match holds: a text without it is
+        // not searched, a line pattern is searched from the line of the first one. The
+        // counts are the ones the scan gave before it skipped anything.
+        let message = "Subject: bytes\r\nX-Note: plain\r\nX-Mark: yes! indeed\r\n\r\nno marks here\r\n\r\nwow! such! text\r\n\r\nand more!\r\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("body __B /\\w!\\s/\ntflags __B multiple\nmeta M __B == 3", &["M"]),
+            ("body __B /\\w!/\ntflags __B multiple\nmeta M __B == 3", &["M"]),
+            ("body __B /^\\w+!/\ntflags __B multiple\nmeta M __B == 1", &["M"]),
+            ("body __B /^/\ntflags __B multiple\nmeta M __B == 4", &["M"]),
+            ("body B /^no/", &["B"]),
+            ("body B /\\w\\?/", &[]),
+            ("body B /[^\\x00-\\x7f]/", &[]),
+            ("rawbody __R /^\\w+!/\ntflags __R multiple\nmeta M __R == 1", &["M"]),
+            ("full F /\\w!\\s/", &["F"]),
+            ("full F /\\w\\?/", &[]),
+            ("header H X-Note =~ /\\w!/", &[]),
+            ("header H X-Note !~ /\\w!/", &["H"]),
+            ("header H X-Mark =~ /\\w!/", &["H"]),
+            ("header H X-Mark !~ /\\w!/", &[]),
+        ];
+        for (rules, want) in cases {
+            let (got, _) = hits(rules, message);
+            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
+            assert_eq!(got, want, "rules: {rules}");
+        }
+        // The rules above that skip texts do so for a byte they require.
+        let config = parse_str("test.cf", "body B /\\w!\\s/\nheader H X-Note !~ /\\w!/\n").expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        assert_eq!(set.body.pattern_required_byte, [Some(crate::rules::literal::RequiredByte::AnyOf(alloc::vec![b'!']))]);
+        assert!(set.headers.iter().all(|h| h.required_byte.is_some()));
     }
 
     #[test]

@@ -18,14 +18,16 @@ use regex_automata::util::primitives::StateID;
 use super::backtrack::{Backtrack, Program};
 use super::compile::{fast_prefilter, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
-use super::literal::Required;
+use super::literal::{Required, RequiredByte};
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
+/// Entry flag: every match holds a byte above 0x7f.
+const NON_ASCII: u32 = 2;
 /// Bytes before the part of an image its checksum covers: magic, format, checksum.
 const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
@@ -49,6 +51,7 @@ struct Entry {
     /// For a lazy one, its NFA's image (`nfa_image`): rebuilt without parsing.
     nfa: Option<Stored>,
     required: Option<Required>,
+    required_byte: Option<RequiredByte>,
     prefix: Option<Vec<Vec<u8>>>,
     /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
     /// `None`: they no longer rebuild.
@@ -69,6 +72,8 @@ pub(crate) struct Cached {
     pub(crate) nfa: Option<thompson::NFA>,
     /// Its prefilter literals (see `literal::requirement`).
     pub(crate) required: Option<Required>,
+    /// Without those, a byte one of which every match holds.
+    pub(crate) required_byte: Option<RequiredByte>,
     /// The search prefilter over the literals every match starts with.
     pub(crate) prefilter: Option<Prefilter>,
 }
@@ -88,6 +93,7 @@ pub(crate) struct EntryWork<'a> {
     dfa: &'a Option<Stored>,
     nfa: &'a Option<Stored>,
     required: &'a Option<Required>,
+    required_byte: &'a Option<RequiredByte>,
     ready: &'a mut Option<Option<Cached>>,
     /// Index of the prefilter's job in the batch.
     prefilter_job: Option<usize>,
@@ -96,26 +102,32 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.dfa, self.nfa, self.required));
+            *self.ready = Some(rebuild_automata(self.image, self.dfa, self.nfa, self.required, self.required_byte));
         }
     }
 }
 
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
-    let mut cached = rebuild_automata(image, &entry.dfa, &entry.nfa, &entry.required)?;
+    let mut cached = rebuild_automata(image, &entry.dfa, &entry.nfa, &entry.required, &entry.required_byte)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
 
 /// An entry's DFA or NFA rebuilt, without its prefilter.
-fn rebuild_automata(image: &[u8], dfa: &Option<Stored>, nfa: &Option<Stored>, required: &Option<Required>) -> Option<Cached> {
+fn rebuild_automata(
+    image: &[u8],
+    dfa: &Option<Stored>,
+    nfa: &Option<Stored>,
+    required: &Option<Required>,
+    required_byte: &Option<RequiredByte>,
+) -> Option<Cached> {
     let dfa = match dfa {
         None => None,
         Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
     };
     let nfa = nfa.as_ref().and_then(|stored| nfa_from_image(stored.bytes(image)));
-    Some(Cached { dfa, nfa, required: required.clone(), prefilter: None })
+    Some(Cached { dfa, nfa, required: required.clone(), required_byte: required_byte.clone(), prefilter: None })
 }
 
 /// Why a cache image was not read.
@@ -230,8 +242,13 @@ impl DfaCache {
                 }
             };
             let min_hits = r.u32()?;
-            let starts_match = r.u32()? & STARTS_MATCH != 0;
+            let flags = r.u32()?;
+            let starts_match = flags & STARTS_MATCH != 0;
             let required = r.list()?.map(|literals| Required { literals, min_hits, starts_match });
+            let required_byte = match r.list()? {
+                Some(bytes) => bytes.into_iter().next().map(RequiredByte::AnyOf),
+                None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
+            };
             let prefix = r.list()?;
             let nfa = match r.u32()? {
                 0 => None,
@@ -242,7 +259,7 @@ impl DfaCache {
                     Some(Stored::Image(start..r.pos))
                 }
             };
-            entries.insert(key, Entry { dfa, nfa, required, prefix, ready: None });
+            entries.insert(key, Entry { dfa, nfa, required, required_byte, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -257,14 +274,14 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, required, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, required, required_byte, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
                     prefilters.len() - 1
                 })
             });
-            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, ready, prefilter_job })));
+            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, required_byte, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -315,9 +332,16 @@ impl DfaCache {
                 }
             }
             out.extend_from_slice(&entry.required.as_ref().map_or(0, |r| r.min_hits).to_le_bytes());
-            let flags = if entry.required.as_ref().is_some_and(|r| r.starts_match) { STARTS_MATCH } else { 0 };
+            let mut flags = if entry.required.as_ref().is_some_and(|r| r.starts_match) { STARTS_MATCH } else { 0 };
+            if entry.required_byte == Some(RequiredByte::NonAscii) {
+                flags |= NON_ASCII;
+            }
             out.extend_from_slice(&flags.to_le_bytes());
             put_list(&mut out, entry.required.as_ref().map(|r| r.literals.as_slice()));
+            match &entry.required_byte {
+                Some(RequiredByte::AnyOf(bytes)) => put_list(&mut out, Some(core::slice::from_ref(bytes))),
+                _ => put_list(&mut out, None),
+            }
             put_list(&mut out, entry.prefix.as_deref());
             match &entry.nfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
@@ -432,13 +456,21 @@ impl DfaCache {
         dfa: Option<&dense::DFA<Vec<u32>>>,
         nfa: Option<&thompson::NFA>,
         required: Option<&Required>,
+        required_byte: Option<&RequiredByte>,
         prefix: Option<&[Vec<u8>]>,
     ) {
         let dfa = dfa.map(|d| {
             let (bytes, padding) = d.to_bytes_native_endian();
             Stored::Owned(bytes.get(padding..).unwrap_or_default().to_vec())
         });
-        let entry = Entry { dfa, nfa: nfa.and_then(nfa_image).map(Stored::Owned), required: required.cloned(), prefix: prefix.map(<[_]>::to_vec), ready: None };
+        let entry = Entry {
+            dfa,
+            nfa: nfa.and_then(nfa_image).map(Stored::Owned),
+            required: required.cloned(),
+            required_byte: required_byte.cloned(),
+            prefix: prefix.map(<[_]>::to_vec),
+            ready: None,
+        };
         self.entries.insert(key, entry);
         self.used.insert(key, ());
         self.misses += 1;
@@ -787,8 +819,9 @@ mod tests {
         let mut good = DfaCache::new();
         let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3, starts_match: true });
         let x = [b"x".to_vec()];
-        good.put(key(&[b"a"]), None, Some(&nfa("ab+c")), required.as_ref(), Some(&x));
-        good.put(key(&[b"b"]), None, None, None, None);
+        good.put(key(&[b"a"]), None, Some(&nfa("ab+c")), required.as_ref(), None, Some(&x));
+        good.put(key(&[b"b"]), None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), None);
+        good.put(key(&[b"n"]), None, None, None, Some(&RequiredByte::NonAscii), None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
         let mut shelf = good.lend_programs();
@@ -797,7 +830,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x07\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x08\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -809,11 +842,11 @@ mod tests {
             *b ^= 1;
         }
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
-            (&image, Ok(2)),
+            (&image, Ok(3)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x07\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x06\0\0\0\0\0\0\0", Err(CacheError::Version(6))),
-            (b"SIFTDFA\0\x07\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x08\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x07\0\0\0\0\0\0\0", Err(CacheError::Version(7))),
+            (b"SIFTDFA\0\x08\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -831,10 +864,12 @@ mod tests {
             }
             let a = read.get(&key(&[b"a"])).expect("entry a");
             let a_states = a.nfa.map(|n| n.states().to_vec());
-            assert_eq!((a.dfa.is_none(), a.required, a.prefilter.is_some()), (true, required.clone(), true));
+            assert_eq!((a.dfa.is_none(), a.required, a.required_byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
+            assert_eq!(b.required_byte, Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])));
+            assert_eq!(read.get(&key(&[b"n"])).map(|n| n.required_byte), Some(Some(RequiredByte::NonAscii)));
             assert!(read.get(&key(&[b"c"])).is_none());
             // The eval program is lent and found, not compiled again; another is compiled.
             let mut shelf = read.lend_programs();
@@ -845,7 +880,7 @@ mod tests {
             assert_eq!(alloc::format!("{again:?}"), alloc::format!("{first:?}"));
             assert!(shelf.program("a(b)c", false, || eval("a(b)c")).is_ok());
             read.return_programs(shelf);
-            assert_eq!((read.hits(), read.misses()), (4, 1));
+            assert_eq!((read.hits(), read.misses()), (5, 1));
             // Taken programs keep their images: the next start finds both.
             let mut next = DfaCache::from_bytes(&read.to_bytes()).expect("rewritten image reads back");
             let mut shelf = next.lend_programs();
@@ -868,7 +903,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some(&nfa("ab+c")), None, *needles);
+            written.put(key(&[name]), None, Some(&nfa("ab+c")), None, None, *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

@@ -274,6 +274,8 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_min_hits: Vec<u32>,
     /// Pattern index → whether every match starts where one of its literals occurs.
     pub(crate) pattern_starts_match: Vec<bool>,
+    /// Pattern index → for an unfiltered pattern, a byte one of which every match holds.
+    pub(crate) pattern_required_byte: Vec<Option<literal::RequiredByte>>,
     /// Patterns with no literal: always run.
     pub(crate) unfiltered: Vec<u32>,
 }
@@ -293,6 +295,8 @@ pub(crate) struct HeaderCheck {
     pub(crate) if_unset: Option<String>,
     /// Literals (ids into the header prefilter) one of which must occur; empty: always run.
     pub(crate) literals: Vec<u32>,
+    /// For a pattern without literals: a byte one of which every match holds.
+    pub(crate) required_byte: Option<literal::RequiredByte>,
 }
 
 pub(crate) enum HeaderCheckTest {
@@ -407,6 +411,8 @@ fn parse_hir(translated: &str) -> Result<Hir, String> {
 struct Built {
     matcher: Matcher,
     required: Option<literal::Required>,
+    /// For a pattern without required literals: a byte one of which every match holds.
+    required_byte: Option<literal::RequiredByte>,
 }
 
 /// How the text a pattern runs on is cut.
@@ -463,12 +469,12 @@ enum Lookup {
 fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Lookup, DisabledReason> {
     let Dense::Cached(c) = dense else { return Ok(Lookup::Unknown) };
     Ok(match c.get(key) {
-        Some(Cached { dfa: Some(mut dfa), required, prefilter, .. }) => {
+        Some(Cached { dfa: Some(mut dfa), required, required_byte, prefilter, .. }) => {
             dfa.set_prefilter(prefilter);
-            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required })
+            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte })
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, prefilter }) => {
-            Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?), required })
+        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, prefilter }) => {
+            Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?), required, required_byte })
         }
         Some(_) => Lookup::TooBig,
         None => Lookup::Unknown,
@@ -509,6 +515,7 @@ fn compile_matcher(
         _ => literal::requirement(&hir),
     };
     let anchored = required.as_ref().is_some_and(|r| r.starts_match);
+    let required_byte = if required.is_none() { literal::required_byte(&hir) } else { None };
     let searched = match span {
         Span::Whole | Span::Message => hir,
         Span::Lines => line_local(&hir, 0),
@@ -527,7 +534,7 @@ fn compile_matcher(
         (Dense::Cached(c), Some(limit)) => {
             let dfa = build_dense(&nfa, prefilter.clone(), anchored, limit);
             let kept_nfa = if dfa.is_none() { Some(&nfa) } else { None };
-            c.put(key, dfa.as_ref(), kept_nfa, required.as_ref(), prefix.as_deref());
+            c.put(key, dfa.as_ref(), kept_nfa, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
             dfa
         }
     };
@@ -535,7 +542,7 @@ fn compile_matcher(
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         None => Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?),
     };
-    Ok(Built { matcher, required })
+    Ok(Built { matcher, required, required_byte })
 }
 
 /// The cache key of the backtracking compile of `perl`.
@@ -983,22 +990,23 @@ impl RuleSet {
                 program.pattern_literals.push(own);
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
+                program.pattern_required_byte.push(built.required_byte);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
             RuleKind::Header(h) => {
-                let (test, literals) = match &h.test {
-                    HeaderTest::Exists => (HeaderCheckTest::Exists, None),
+                let (test, literals, required_byte) = match &h.test {
+                    HeaderTest::Exists => (HeaderCheckTest::Exists, None, None),
                     HeaderTest::Matches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
-                        (HeaderCheckTest::Matches(built.matcher), built.required.map(|r| r.literals))
+                        (HeaderCheckTest::Matches(built.matcher), built.required.map(|r| r.literals), built.required_byte)
                     }
                     HeaderTest::NotMatches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
-                        (HeaderCheckTest::NotMatches(built.matcher), None)
+                        (HeaderCheckTest::NotMatches(built.matcher), None, built.required_byte)
                     }
                 };
                 if !active {
@@ -1026,6 +1034,7 @@ impl RuleSet {
                     test,
                     if_unset: h.if_unset.clone(),
                     literals: literal_ids,
+                    required_byte,
                 });
                 Ok(())
             }
@@ -1126,7 +1135,11 @@ impl RuleSet {
     fn confirmed(&mut self, screen: Built, program: Program) -> Built {
         let index = self.programs.len() as u32;
         self.programs.push(program);
-        Built { matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index }, required: screen.required }
+        Built {
+            matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index },
+            required: screen.required,
+            required_byte: screen.required_byte,
+        }
     }
 
     /// Trades a lazy DFA, which costs every child a cache of its own, for a dense DFA

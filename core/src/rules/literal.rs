@@ -394,6 +394,157 @@ fn walk(hir: &Hir, depth: usize) -> Info {
     }
 }
 
+/// A few bytes one of which every match of a pattern holds, for the patterns with no
+/// prefilter literal: a text without any of them is not searched at all, and a line
+/// pattern is searched from the line of the first one. `\w!\s` needs `!`,
+/// `[^\x00-\x7f]{12}` a byte above 0x7f.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RequiredByte {
+    /// One of these one to three bytes (memchr finds them).
+    AnyOf(Vec<u8>),
+    /// Any byte above 0x7f.
+    NonAscii,
+}
+
+impl RequiredByte {
+    /// Where the first required byte of `text` is.
+    pub(crate) fn find(&self, text: &[u8]) -> Option<usize> {
+        match self {
+            RequiredByte::AnyOf(b) => match b.as_slice() {
+                [a] => memchr::memchr(*a, text),
+                [a, b] => memchr::memchr2(*a, *b, text),
+                [a, b, c] => memchr::memchr3(*a, *b, *c, text),
+                _ => Some(0),
+            },
+            RequiredByte::NonAscii => {
+                // Whole chunks first: `is_ascii` runs a word at a time.
+                let mut done = 0;
+                for chunk in text.chunks(64) {
+                    if !chunk.is_ascii() {
+                        return chunk.iter().position(|b| !b.is_ascii()).map(|i| done + i);
+                    }
+                    done += chunk.len();
+                }
+                None
+            }
+        }
+    }
+
+    fn of(set: &ByteSet) -> Option<RequiredByte> {
+        let count = set.count();
+        if count == 0 {
+            return None;
+        }
+        if set.0[0] == 0 && set.0[1] == 0 {
+            return Some(RequiredByte::NonAscii);
+        }
+        (count <= 3).then(|| RequiredByte::AnyOf((0..=255u8).filter(|&b| set.has(b)).collect()))
+    }
+}
+
+/// Which of 256 bytes, as four words of bits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    const EMPTY: ByteSet = ByteSet([0; 4]);
+
+    fn add(&mut self, b: u8) {
+        if let Some(word) = self.0.get_mut(usize::from(b >> 6)) {
+            *word |= 1 << (b & 63);
+        }
+    }
+
+    fn has(&self, b: u8) -> bool {
+        self.0.get(usize::from(b >> 6)).is_some_and(|w| w & (1 << (b & 63)) != 0)
+    }
+
+    fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+
+    fn union(&self, other: &ByteSet) -> ByteSet {
+        let mut out = *self;
+        for (w, o) in out.0.iter_mut().zip(other.0) {
+            *w |= o;
+        }
+        out
+    }
+
+    /// How often text holds one of these bytes, roughly: letters, digits and white
+    /// space are everywhere, punctuation less so, bytes above 0x7f rare in most mail.
+    fn commonness(&self) -> u32 {
+        (0..=255u8)
+            .filter(|&b| self.has(b))
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b' ' | b'\t' | b'\n' | b'\r' => 16,
+                b'.' | b',' | b'-' | b'\'' | b'"' | b':' | b'/' | b'(' | b')' => 4,
+                0x80..=0xff => 1,
+                _ => 2,
+            })
+            .sum()
+    }
+}
+
+/// The required byte of `hir` that is rarest in text, when one can be looked for.
+pub(crate) fn required_byte(hir: &Hir) -> Option<RequiredByte> {
+    required_bytes(hir, 0).as_ref().and_then(RequiredByte::of)
+}
+
+/// A set of bytes one of which every match of `hir` holds, the rarest found, that
+/// [`RequiredByte`] can express (or `None`).
+fn required_bytes(hir: &Hir, depth: usize) -> Option<ByteSet> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let usable = |set: ByteSet| RequiredByte::of(&set).is_some().then_some(set);
+    match hir.kind() {
+        HirKind::Literal(lit) => {
+            let rarest = lit.0.iter().map(|&b| {
+                let mut one = ByteSet::EMPTY;
+                one.add(b);
+                one
+            });
+            rarest.min_by_key(ByteSet::commonness)
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let mut set = ByteSet::EMPTY;
+            for r in c.ranges() {
+                for b in r.start()..=r.end() {
+                    set.add(b);
+                }
+            }
+            usable(set)
+        }
+        // The parser folds alternations of UTF-8 sequences into these: a code point
+        // above 0x7f is bytes above 0x7f.
+        HirKind::Class(Class::Unicode(c)) => {
+            let mut set = ByteSet::EMPTY;
+            for r in c.ranges() {
+                for b in (r.start() as u32)..=(r.end() as u32).min(0x7f) {
+                    set.add(b as u8);
+                }
+                if u32::from(r.end()) >= 0x80 {
+                    (0x80..=0xff).for_each(|b| set.add(b));
+                }
+            }
+            usable(set)
+        }
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Repetition(rep) if rep.min >= 1 => required_bytes(&rep.sub, depth + 1),
+        HirKind::Repetition(_) => None,
+        HirKind::Capture(c) => required_bytes(&c.sub, depth + 1),
+        HirKind::Concat(subs) => subs.iter().filter_map(|h| required_bytes(h, depth + 1)).min_by_key(ByteSet::commonness),
+        HirKind::Alternation(subs) => {
+            let mut set = ByteSet::EMPTY;
+            for h in subs {
+                set = usable(set.union(&required_bytes(h, depth + 1)?))?;
+            }
+            Some(set)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +558,48 @@ mod tests {
             .parse(pattern)
             .expect("test pattern parses");
         required(&hir).map(|s| s.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned()).collect())
+    }
+
+    #[test]
+    fn required_byte_table() {
+        use RequiredByte::{AnyOf, NonAscii};
+        let cases: &[(&str, Option<RequiredByte>)] = &[
+            (r"\w!\s", Some(AnyOf(alloc::vec![b'!']))),
+            (r"[^\x00-\x7f]{12}", Some(NonAscii)),
+            (r"(?i)a<b", Some(AnyOf(alloc::vec![b'<']))),
+            (r"[#$%]\s+\w", Some(AnyOf(alloc::vec![b'#', b'$', b'%']))),
+            (r"\w+@\w+|\w+#\w+", Some(AnyOf(alloc::vec![b'#', b'@']))),
+            // The rarest of a concatenation's parts, a digit before a letter.
+            (r"(?i)x1", Some(AnyOf(alloc::vec![b'1']))),
+            // Optional parts require nothing; no branch may lack a byte.
+            (r"a?!?b", Some(AnyOf(alloc::vec![b'b']))),
+            (r"!|\w", None),
+            (r"x*", None),
+            (r"[a-z]{5}", None),
+            (r"[!?.,;]", None),
+            (r"^$", None),
+            (r"\xe2\x80\xa6|\xc2\xa0", Some(NonAscii)),
+            (r"\xe2\x80\xa6|\xe2\x80\xa7", Some(NonAscii)),
+            (r"\xe2\x80\xa6|!", None),
+        ];
+        for (pattern, want) in cases {
+            let hir = regex_syntax::ParserBuilder::new().unicode(false).utf8(false).build().parse(pattern).expect("test pattern parses");
+            assert_eq!(&required_byte(&hir), want, "{pattern}");
+        }
+        let finds: &[(RequiredByte, &[u8], Option<usize>)] = &[
+            (AnyOf(alloc::vec![b'!']), b"abc!d!", Some(3)),
+            (AnyOf(alloc::vec![b'!', b'?']), b"ab?c!", Some(2)),
+            (AnyOf(alloc::vec![b'#', b'$', b'%']), b"plain", None),
+            (NonAscii, b"plain ascii", None),
+            (NonAscii, &[b'a'; 70], None),
+            (NonAscii, b"caf\xc3\xa9", Some(3)),
+        ];
+        for (byte, text, want) in finds {
+            assert_eq!(byte.find(text), *want, "{byte:?} in {text:?}");
+        }
+        let mut late = alloc::vec![b'x'; 130];
+        late.push(0xe9);
+        assert_eq!(NonAscii.find(&late), Some(130));
     }
 
     /// A pattern, and the literals and hit count it requires.

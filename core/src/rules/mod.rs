@@ -394,5 +394,5 @@ pub struct EvalSettings {
 }
 
 pub(crate) mod compile;
-mod literal;
+pub(crate) mod literal;
 pub use compile::{CompileError, Disabled, DisabledReason, RuleSet, RuleSummary, RuleType, TypeCounts};
