@@ -1038,6 +1038,15 @@ mod tests {
         (v.hits().map(|h| String::from(h.name)).collect(), v.score.0)
     }
 
+    /// Each row's rules hit `message` with exactly the rules it lists.
+    fn assert_hits(message: &str, cases: &[(&str, &[&str])]) {
+        for (rules, want) in cases {
+            let (got, _) = hits(rules, message);
+            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
+            assert_eq!(got, want, "rules: {rules}");
+        }
+    }
+
     /// `len` characters, each `x` or `y` as a seeded generator's coin falls: text that
     /// keeps meeting new states of a lazy DFA over `[xy]`.
     fn coin_text(len: usize, seed: u32, x: char, y: char) -> String {
@@ -1121,11 +1130,7 @@ mod tests {
             ("header H Subject !~ /cheap (?=VIAGRA)/", &[]),
             ("body __A /(?<=more )viagra/\ntflags __A multiple\nmeta M __A == 1", &["M"]),
         ];
-        for (rules, want) in cases {
-            let (got, _) = hits(rules, MSG);
-            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
-            assert_eq!(got, want, "rules: {rules}");
-        }
+        assert_hits(MSG, cases);
     }
 
     #[test]
@@ -1148,11 +1153,7 @@ mod tests {
             ("rawbody __R /o/\ntflags __R multiple\nmeta M __R == 4", &["M"]),
             ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
         ];
-        for (rules, want) in cases {
-            let (got, _) = hits(rules, message);
-            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
-            assert_eq!(got, want, "rules: {rules}");
-        }
+        assert_hits(message, cases);
     }
 
     #[test]
@@ -1177,11 +1178,7 @@ mod tests {
             ("header H X-Mark =~ /\\w!/", &["H"]),
             ("header H X-Mark !~ /\\w!/", &[]),
         ];
-        for (rules, want) in cases {
-            let (got, _) = hits(rules, message);
-            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
-            assert_eq!(got, want, "rules: {rules}");
-        }
+        assert_hits(message, cases);
         // The rules above that skip texts do so for a byte they require.
         let config = parse_str("test.cf", "body B /\\w!\\s/\nheader H X-Note !~ /\\w!/\n").expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
@@ -1199,11 +1196,7 @@ mod tests {
             ("body B /(?:(?:name|city)\\W*){2}/", &["B"]),
             ("body __B /(?:(?:name|city|country)\\W*){2}/\ntflags __B multiple\nmeta M __B == 2", &["M"]),
         ];
-        for (rules, want) in cases {
-            let (got, _) = hits(rules, message);
-            let want: Vec<String> = want.iter().map(|s| String::from(*s)).collect();
-            assert_eq!(got, want, "rules: {rules}");
-        }
+        assert_hits(message, cases);
     }
 
     #[test]
