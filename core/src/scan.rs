@@ -427,7 +427,8 @@ impl RuleSet {
                     if max > 0 {
                         let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
-                        let n = count_matches(&check.matcher, value, max, engines);
+                        let hopeless = check.required_byte.as_ref().is_some_and(|b| b.find(value).is_none());
+                        let n = if hopeless { 0 } else { count_matches(&check.matcher, value, max, engines) };
                         state.add(check.rule, n);
                         probe.spent(Cost::Rule(check.rule), started);
                     }
@@ -1177,6 +1178,8 @@ mod tests {
             ("header H X-Note !~ /\\w!/", &["H"]),
             ("header H X-Mark =~ /\\w!/", &["H"]),
             ("header H X-Mark !~ /\\w!/", &[]),
+            ("mimeheader MH X-Mark =~ /\\w!/", &["MH"]),
+            ("mimeheader MH X-Note =~ /\\w!/", &[]),
         ];
         assert_hits(message, cases);
         // The rules above that skip texts do so for a byte they require.

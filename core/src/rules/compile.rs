@@ -312,6 +312,8 @@ pub(crate) struct MimeHeaderCheck {
     pub(crate) name: String,
     pub(crate) raw: bool,
     pub(crate) matcher: Matcher,
+    /// For a pattern without literals: a byte one of which every match holds.
+    pub(crate) required_byte: Option<literal::RequiredByte>,
 }
 
 /// Meta expressions as postfix programs.
@@ -1047,6 +1049,7 @@ impl RuleSet {
                         name: name.to_ascii_lowercase(),
                         raw: *raw,
                         matcher: built.matcher,
+                        required_byte: built.required_byte,
                     });
                 }
                 Ok(())
