@@ -13,6 +13,7 @@ use regex_automata::{hybrid, Anchored, HalfMatch, Input};
 use crate::msg::{self, release_above, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
+use crate::rules::literal::RequiredByte;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
 use crate::score::Score;
@@ -401,8 +402,7 @@ impl RuleSet {
                 _ => target.as_slice(),
             };
             let max = state.max_hits(check.rule);
-            // Without a byte every match holds, the pattern cannot match.
-            let hopeless = check.required_byte.as_ref().is_some_and(|b| b.find(text).is_none());
+            let hopeless = lacks(check.required_byte.as_ref(), text);
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
                 HeaderCheckTest::Matches(_) if hopeless => 0,
@@ -427,7 +427,7 @@ impl RuleSet {
                     if max > 0 {
                         let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
-                        let hopeless = check.required_byte.as_ref().is_some_and(|b| b.find(value).is_none());
+                        let hopeless = lacks(check.required_byte.as_ref(), value);
                         let n = if hopeless { 0 } else { count_matches(&check.matcher, value, max, engines) };
                         state.add(check.rule, n);
                         probe.spent(Cost::Rule(check.rule), started);
@@ -899,11 +899,9 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if let Some(Some(byte)) = program.pattern_required_byte.get(p as usize) {
-            if byte.find(text).is_none() {
-                probe.spent(Cost::Rule(pattern.rule), started);
-                continue;
-            }
+        if lacks(program.pattern_required_byte.get(p as usize).and_then(Option::as_ref), text) {
+            probe.spent(Cost::Rule(pattern.rule), started);
+            continue;
         }
         let max = state.max_hits(pattern.rule);
         let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
@@ -916,6 +914,12 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
+}
+
+/// Whether `text` lacks every byte one of which each match of a pattern needs: the
+/// pattern cannot match it.
+fn lacks(required: Option<&RequiredByte>, text: &[u8]) -> bool {
+    required.is_some_and(|byte| byte.find(text).is_none())
 }
 
 fn line_start(text: &[u8], pos: usize) -> usize {
@@ -1185,7 +1189,7 @@ mod tests {
         // The rules above that skip texts do so for a byte they require.
         let config = parse_str("test.cf", "body B /\\w!\\s/\nheader H X-Note !~ /\\w!/\n").expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
-        assert_eq!(set.body.pattern_required_byte, [Some(crate::rules::literal::RequiredByte::AnyOf(alloc::vec![b'!']))]);
+        assert_eq!(set.body.pattern_required_byte, [Some(RequiredByte::AnyOf(alloc::vec![b'!']))]);
         assert!(set.headers.iter().all(|h| h.required_byte.is_some()));
     }
 
