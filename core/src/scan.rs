@@ -866,24 +866,42 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
-    for &p in &program.unfiltered {
+    for union in &program.unions {
         let started = probe.now();
-        let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        // No match starts before the line of the first byte every match needs.
-        let from = match program.pattern_required_byte.get(p as usize) {
-            Some(Some(byte)) => match byte.find(text) {
-                Some(at) => line_start(text, at),
-                None => {
-                    probe.spent(Cost::Rule(pattern.rule), started);
-                    continue;
-                }
-            },
-            _ => 0,
-        };
-        let n = count_in_lines(&pattern.matcher, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
-        state.add(pattern.rule, n);
-        probe.spent(Cost::Rule(pattern.rule), started);
+        let found = union.finds(text);
+        probe.spent(Cost::Prefilter(target), started);
+        for (bit, &p) in union.members.iter().enumerate() {
+            let bit = 1u64 << bit;
+            match (found, program.patterns.get(p as usize)) {
+                (Some(found), _) if found & bit == 0 => {}
+                (Some(_), Some(pattern)) if union.decided & bit != 0 => state.add(pattern.rule, 1),
+                _ => run_unfiltered(program, p, text, state, s, probe),
+            }
+        }
     }
+    for &p in &program.unfiltered {
+        run_unfiltered(program, p, text, state, s, probe);
+    }
+}
+
+/// Runs unfiltered line pattern `p` over `text`.
+fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
+    let started = probe.now();
+    let Some(pattern) = program.patterns.get(p as usize) else { return };
+    // No match starts before the line of the first byte every match needs.
+    let from = match program.pattern_required_byte.get(p as usize) {
+        Some(Some(byte)) => match byte.find(text) {
+            Some(at) => line_start(text, at),
+            None => {
+                probe.spent(Cost::Rule(pattern.rule), started);
+                return;
+            }
+        },
+        _ => 0,
+    };
+    let n = count_in_lines(&pattern.matcher, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
+    state.add(pattern.rule, n);
+    probe.spent(Cost::Rule(pattern.rule), started);
 }
 
 /// Runs `full` rules: each pattern sees the whole message.
@@ -1191,6 +1209,38 @@ mod tests {
         let set = RuleSet::compile(&config).expect("rules compile");
         assert_eq!(set.body.pattern_required_byte, [Some(RequiredByte::AnyOf(alloc::vec![b'!']))]);
         assert!(set.headers.iter().all(|h| h.required_byte.is_some()));
+    }
+
+    #[test]
+    fn unions_table() {
+        // Unfiltered body patterns searched as unions: a union's hit is the result of a
+        // plain one, while a `multiple` one counts its matches and a backtracking one
+        // (whose union member is its relaxed form, `\d+x`) asks its program.
+        let rules = "body A /\\d\\d-\\d\\d/\nbody B /[A-Z]{3}!/\nbody C /\\w\\?\\s/\n\
+                     body __D /\\w!\\s/\ntflags __D multiple\nmeta M __D == 3\nbody E /\\d+x(?=y)/\n";
+        let config = parse_str("test.cf", rules).expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        let names = |bits: &dyn Fn(&crate::rules::unions::Union, usize) -> bool| {
+            let mut names: Vec<&str> = set
+                .body
+                .unions
+                .iter()
+                .flat_map(|u| u.members.iter().enumerate().filter(|(bit, _)| bits(u, *bit)).map(|(_, &p)| p))
+                .filter_map(|p| set.body.patterns.get(p as usize).map(|c| set.rule_name(c.rule)))
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        assert_eq!(names(&|_, _| true), ["A", "B", "C", "E", "__D"]);
+        assert_eq!(names(&|u, bit| u.decided >> bit & 1 == 1), ["A", "B", "C"]);
+        let cases: &[(&str, &[&str])] = &[
+            ("call 12-34 now\nWOW! yes! ok! \nthe 5xy\n", &["A", "B", "E", "M"]),
+            ("why? not\nsay! it! \nno 9xz here\n", &["C"]),
+            ("12-3 WO! 9x\ny\n", &[]),
+        ];
+        for (body, want) in cases {
+            assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);
+        }
     }
 
     #[test]

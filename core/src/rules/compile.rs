@@ -22,6 +22,7 @@ use super::cache::{self, Cached, DfaCache, ProgramShelf};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
+use super::unions::{Union, UnionPlan};
 use super::perl;
 use super::{
     literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
@@ -276,8 +277,10 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_starts_match: Vec<bool>,
     /// Pattern index → for an unfiltered pattern, a byte one of which every match holds.
     pub(crate) pattern_required_byte: Vec<Option<literal::RequiredByte>>,
-    /// Patterns with no literal: always run.
+    /// Patterns with no literal and in no union: always run.
     pub(crate) unfiltered: Vec<u32>,
+    /// Unfiltered patterns searched together: only the members a union finds run.
+    pub(crate) unions: Vec<Union>,
 }
 
 /// How a header target is assembled.
@@ -391,6 +394,8 @@ pub struct RuleSet {
     deferred_disable: Vec<(u32, DisabledReason)>,
     /// During a build: prefilters by needle set, so patterns with equal sets share one.
     prefilters: Prefilters,
+    /// During a build: the relaxed regex of each program's screen, by program index.
+    program_relaxed: Vec<String>,
     summary: RuleSummary,
     config: Config,
 }
@@ -399,7 +404,7 @@ fn syntax_config() -> syntax::Config {
     syntax::Config::new().unicode(false).utf8(false)
 }
 
-fn parse_hir(translated: &str) -> Result<Hir, String> {
+pub(super) fn parse_hir(translated: &str) -> Result<Hir, String> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
@@ -430,7 +435,7 @@ enum Span {
 }
 
 /// Where a compile gets its dense DFAs.
-enum Dense<'c> {
+pub(super) enum Dense<'c> {
     /// None: every pattern runs lazily (lint).
     Skip,
     /// Determinized here.
@@ -607,17 +612,22 @@ pub(super) fn fast_prefilter(needles: &[Vec<u8>]) -> Option<Prefilter> {
 }
 
 fn build_nfa(hir: &Hir) -> Result<thompson::NFA, DisabledReason> {
-    thompson::Compiler::new()
+    nfa_compiler().build_from_hir(hir).map_err(|e| DisabledReason::Build(e.to_string()))
+}
+
+/// The NFA compiler of every pattern: bytes, no Unicode, no captures.
+pub(super) fn nfa_compiler() -> thompson::Compiler {
+    let mut compiler = thompson::Compiler::new();
+    compiler
         .syntax(syntax_config())
-        .configure(thompson::Config::new().utf8(false).shrink(false).which_captures(thompson::WhichCaptures::None))
-        .build_from_hir(hir)
-        .map_err(|e| DisabledReason::Build(e.to_string()))
+        .configure(thompson::Config::new().utf8(false).shrink(false).which_captures(thompson::WhichCaptures::None));
+    compiler
 }
 
 /// `hir` made to match, in a text of many lines, exactly what it matches in each line
 /// alone: no match crosses a `\n` (classes and literals lose it) and `^`/`$` become
 /// line anchors. One search then covers every line of a text instead of one call a line.
-fn line_local(hir: &Hir, depth: usize) -> Hir {
+pub(super) fn line_local(hir: &Hir, depth: usize) -> Hir {
     if depth > META_DEPTH * 4 {
         return Hir::fail();
     }
@@ -822,6 +832,7 @@ impl RuleSet {
             disabled: Vec::new(),
             deferred_disable: Vec::new(),
             prefilters: Prefilters::default(),
+            program_relaxed: Vec::new(),
             summary: RuleSummary::default(),
             config: config.settings(),
         };
@@ -851,10 +862,15 @@ impl RuleSet {
             c.return_programs(shelf);
         }
 
-        // The prefilter tables are built while the eval rules and the metas compile.
+        // The prefilter tables and the unions are built while the eval rules and the metas compile.
+        let plans = [&set.body, &set.rawbody, &set.uri].map(|program| UnionPlan::new(program, config, &set.program_relaxed, &mut dense));
         let [t_body, t_raw, t_full, t_uri] = tables;
-        // Longest first: the header table's Aho-Corasick DFA, then the body's NFA.
+        // Longest first: unions a cache lacks, the header table's Aho-Corasick DFA, then the body's NFA.
+        let [p_body, p_raw, p_uri] = &plans;
         let mut jobs = [
+            Job(Work::Unions { sources: &p_body.sources, built: None }),
+            Job(Work::Unions { sources: &p_raw.sources, built: None }),
+            Job(Work::Unions { sources: &p_uri.sources, built: None }),
             Job(Work::Table { table: &header_table, built: None }),
             Job(Work::Table { table: &t_body, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
@@ -870,7 +886,8 @@ impl RuleSet {
             }
             set.compile_metas(config);
         });
-        let [header, body, uri, raw, full] = jobs;
+        let [u_body, u_raw, u_uri, header, body, uri, raw, full] = jobs;
+        let grouped = [u_body.into_unions(), u_raw.into_unions(), u_uri.into_unions()];
         let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
         set.header_prefilter = header.into_table()?;
 
@@ -888,6 +905,11 @@ impl RuleSet {
             set.max_patterns = set.max_patterns.max(program.patterns.len());
             program.literal_patterns = table.users;
         }
+        let max_hits: Vec<u32> = set.rules.iter().map(|r| r.max_hits).collect();
+        for ((program, plan), built) in [&mut set.body, &mut set.rawbody, &mut set.uri].into_iter().zip(plans).zip(grouped) {
+            plan.finish(program, built, &max_hits, &mut dense);
+        }
+        set.program_relaxed = Vec::new();
         set.header_literal_count = header_table.literals.len();
         set.max_literals = set.max_literals.max(header_table.literals.len());
         // Group header checks by target so each target text is assembled once.
@@ -1092,7 +1114,7 @@ impl RuleSet {
                         let built = compile_matcher(&t, key, dense_limit, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
                         if let (Matcher::Lazy(_), Ok(mut bt)) = (&built.matcher, perl::backtrack(&p.perl)) {
                             if let Some(screen) = self.dense_screen(p, span, &built, key, &mut bt, dense)? {
-                                return Ok(self.confirmed(screen, bt.program));
+                                return Ok(self.confirmed(screen, bt));
                             }
                         }
                         return Ok(built);
@@ -1128,16 +1150,17 @@ impl RuleSet {
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
             let given_up = pattern_key(b"regex", &bt.relaxed, relaxed_span, DENSE_LIMIT);
             if let Some(screen) = self.dense_screen(p, span, &built, given_up, &mut bt, dense)? {
-                return Ok(self.confirmed(screen, bt.program));
+                return Ok(self.confirmed(screen, bt));
             }
         }
-        Ok(self.confirmed(built, bt.program))
+        Ok(self.confirmed(built, bt))
     }
 
     /// `screen`'s hits confirmed by `program`, which joins the set's programs.
-    fn confirmed(&mut self, screen: Built, program: Program) -> Built {
+    fn confirmed(&mut self, screen: Built, bt: Backtrack) -> Built {
         let index = self.programs.len() as u32;
-        self.programs.push(program);
+        self.programs.push(bt.program);
+        self.program_relaxed.push(bt.relaxed);
         Built {
             matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index },
             required: screen.required,
@@ -1377,6 +1400,7 @@ impl RuleSet {
             .iter()
             .map(|p| {
                 p.patterns.iter().map(|c| matcher(&c.matcher)).sum::<usize>()
+                    + p.unions.iter().map(|u| u.dfa.memory_usage()).sum::<usize>()
                     + p.prefilter.as_ref().map_or(0, |a| a.memory_usage())
             })
             .sum();
@@ -1526,6 +1550,7 @@ impl RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex_automata::dfa::Automaton;
     use crate::rules::cache::DfaCache;
     use crate::rules::jobs::{run_here, Job, Spread};
     use crate::rules::cf::parse_str;
@@ -1669,6 +1694,46 @@ mod tests {
 
     /// A cached compile gives the same verdicts; a second one determinizes nothing, and
     /// an edited rule misses alone.
+    #[test]
+    fn cached_unions_table() {
+        // Unions come from a warm cache as they were built, with no determinizing; an
+        // edited member makes its target's unions build again. Lint builds none.
+        let rules = "body A /\\d\\d-\\d\\d/\nbody B /[A-Z]{3}!/\nbody C /\\w\\?\\s/\n\
+                     rawbody R /^\\s*\\d{3}\\b/\nrawbody S /[a-z]{3}\\d{2}/\n";
+        let edited = rules.replace("[A-Z]{3}!", "[A-Z]{4}!");
+        let message = b"Subject: u\r\n\r\ncall 12-34 now\r\n 123 WOW! ok\r\n";
+        let shape = |set: &RuleSet| {
+            let of = |t: &TargetProgram| t.unions.iter().map(|u| (u.members.clone(), u.decided, u.dfa.pattern_len())).collect::<Vec<_>>();
+            let mut scratch = Scratch::new(set);
+            let hits: Vec<String> = set.scan(message, &mut scratch).hits().map(|h| String::from(h.name)).collect();
+            (of(&set.body), of(&set.rawbody), hits)
+        };
+        let plain = shape(&RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile"));
+        assert_eq!(plain.0, [(alloc::vec![1, 0, 2], 0b111, 3)]);
+        assert_eq!(plain.1, [(alloc::vec![1, 0], 0b11, 2)]);
+        assert_eq!(plain.2, ["A", "B", "R"]);
+        let linted = RuleSet::check(&parse_str("t.cf", rules).expect("parse")).expect("check");
+        assert!(linted.body.unions.is_empty() && linted.rawbody.unions.is_empty());
+        let mut cache = DfaCache::new();
+        // (rules, misses: the five patterns, the two unions and the eval tests' programs
+        // at first; the edited pattern and its union after)
+        let evals = {
+            let mut empty = DfaCache::new();
+            RuleSet::compile_cached(&parse_str("t.cf", "").expect("parse"), &mut empty, &run_here).expect("compile");
+            empty.misses()
+        };
+        for (text, misses) in [(rules, 7 + evals), (rules, 0), (edited.as_str(), 2)] {
+            cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
+            let set = RuleSet::compile_cached(&parse_str("t.cf", text).expect("parse"), &mut cache, &run_here).expect("compile");
+            assert_eq!(cache.misses(), misses, "{text}");
+            if text == rules {
+                assert_eq!(shape(&set), plain);
+            } else {
+                assert_eq!(shape(&set).2, ["A", "R"]);
+            }
+        }
+    }
+
     #[test]
     fn cached_compile_table() {
         // X has H's Perl text, but a header modifier sift lacks: a warm cache, which knows

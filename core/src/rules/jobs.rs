@@ -5,6 +5,7 @@
 //! starts a thread.
 
 use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use aho_corasick::AhoCorasick;
@@ -14,6 +15,7 @@ use super::backtrack::Backtrack;
 use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable};
 use super::eval::EvalData;
+use super::unions::{self, Grouped};
 use super::Config;
 
 /// One piece of loading work. Running it fills in its result; the cache or compile that
@@ -30,6 +32,8 @@ pub(super) enum Work<'a> {
     /// A backtracking program read from its image into its cache entry; the inner
     /// `None`: it no longer reads.
     Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
+    /// The unions of a target's unfiltered patterns, from their regexes.
+    Unions { sources: &'a [Option<String>], built: Option<Grouped> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<AhoCorasick>, CompileError>> },
     /// What the eval tests need from the configuration; their fixed patterns' programs
@@ -50,6 +54,11 @@ impl Job<'_> {
             Work::Backtrack { image, ready } => {
                 if ready.is_none() {
                     **ready = Some(Backtrack::read_image(image));
+                }
+            }
+            Work::Unions { sources, built } => {
+                if built.is_none() {
+                    *built = Some(unions::group(sources));
                 }
             }
             Work::Table { table, built } => {
@@ -79,6 +88,15 @@ impl Job<'_> {
         match self.0 {
             Work::Evals { built: Some(data), shelf, .. } => (*data, shelf),
             _ => (EvalData::default(), ProgramShelf::default()),
+        }
+    }
+
+    /// The unions this job grouped (grouped here if the batch skipped it).
+    pub(super) fn into_unions(mut self) -> Grouped {
+        self.run();
+        match self.0 {
+            Work::Unions { built: Some(grouped), .. } => grouped,
+            _ => Vec::new(),
         }
     }
 

@@ -395,4 +395,5 @@ pub struct EvalSettings {
 
 pub(crate) mod compile;
 pub(crate) mod literal;
+pub(crate) mod unions;
 pub use compile::{CompileError, Disabled, DisabledReason, RuleSet, RuleSummary, RuleType, TypeCounts};

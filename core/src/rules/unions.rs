@@ -1,0 +1,337 @@
+//! Unions of a line target's unfiltered patterns. A pattern without prefilter literals
+//! costs a DFA pass over every text of its target; a few of them with dense DFAs,
+//! determinized together, cost one pass that tells which of them can match, and only
+//! those search again (or none, when the union's hit is the answer).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use regex_automata::dfa::{dense, Automaton, OverlappingState, StartKind};
+use regex_automata::{Input, MatchKind};
+use regex_syntax::hir::Hir;
+
+use super::cache::{self, Cached};
+use super::compile::{line_local, nfa_compiler, parse_hir, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::{Config, RuleKind};
+
+/// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
+/// to search (a 256 KiB union's pass costs up to twice one pattern's) and to build.
+const UNION_LIMIT: usize = 256 * 1024;
+/// Most patterns in one union: the bits of the mask its search fills.
+const UNION_MEMBERS: usize = 64;
+
+/// Unfiltered line patterns searched as one dense DFA.
+pub(crate) struct Union {
+    pub(crate) dfa: dense::DFA<Vec<u32>>,
+    /// Pattern indices, by the union's pattern id.
+    pub(crate) members: Vec<u32>,
+    /// Members, by bit, whose hit in the union is their result: a dense DFA of the same
+    /// regex counting one match at most. The others search again when found.
+    pub(crate) decided: u64,
+}
+
+impl Union {
+    /// The members with a match in `text`, as bits by pattern id; `None` when the
+    /// search failed and every member must search itself.
+    pub(crate) fn finds(&self, text: &[u8]) -> Option<u64> {
+        let all = match self.members.len() {
+            n if n >= 64 => u64::MAX,
+            n => (1u64 << n) - 1,
+        };
+        let input = Input::new(text);
+        let mut overlapping = OverlappingState::start();
+        let mut found = 0u64;
+        loop {
+            self.dfa.try_search_overlapping_fwd(&input, &mut overlapping).ok()?;
+            let Some(m) = overlapping.get_match() else { return Some(found) };
+            found |= 1u64.checked_shl(m.pattern().as_u32()).unwrap_or(0);
+            if found == all {
+                return Some(found);
+            }
+        }
+    }
+}
+
+/// What [`group`] makes of a list of regexes: consecutive runs of it, each a union
+/// (members, DFA) or one regex alone (1, none).
+pub(super) type Grouped = Vec<(usize, Option<dense::DFA<Vec<u32>>>)>;
+
+/// Consecutive candidates, in grouping order: a union of `members` of them, or one
+/// that stays alone (`dfa` none).
+struct Group {
+    members: usize,
+    dfa: Option<dense::DFA<Vec<u32>>>,
+}
+
+/// The unions of one target, between the rule loop and the end of a compile: the
+/// groups a cache knew, and the regexes of the candidates left to group.
+#[derive(Default)]
+pub(crate) struct UnionPlan {
+    /// Unfiltered patterns with a dense DFA (or dense screen), smallest first.
+    candidates: Vec<u32>,
+    /// The cache's name for this list of candidates; none without a cache.
+    list: Option<cache::Key>,
+    known: Vec<Group>,
+    /// Regexes of the candidates after those `known` covers (none: it has none, and
+    /// stays alone).
+    pub(super) sources: Vec<Option<String>>,
+}
+
+impl UnionPlan {
+    /// The plan for `program`'s unfiltered patterns; `relaxed`: each backtracking
+    /// program's relaxed regex, by program index. A cache's groups are taken as they
+    /// are; what it lacks is grouped again by [`group`] (a job).
+    pub(super) fn new(program: &TargetProgram, config: &Config, relaxed: &[String], dense: &mut Dense<'_>) -> UnionPlan {
+        if matches!(dense, Dense::Skip) {
+            return UnionPlan::default();
+        }
+        let mut candidates: Vec<(usize, u32)> = program
+            .unfiltered
+            .iter()
+            .filter_map(|&p| {
+                let bytes = match &program.patterns.get(p as usize)?.matcher {
+                    Matcher::Dense(dfa) => dfa.memory_usage(),
+                    Matcher::Backtrack { relaxed, .. } => match &**relaxed {
+                        Matcher::Dense(dfa) => dfa.memory_usage(),
+                        _ => return None,
+                    },
+                    Matcher::Lazy(_) => return None,
+                };
+                Some((bytes, p))
+            })
+            .collect();
+        if candidates.len() < 2 {
+            return UnionPlan::default();
+        }
+        // Small automata first: more of them fit together.
+        candidates.sort_unstable();
+        let candidates: Vec<u32> = candidates.into_iter().map(|(_, p)| p).collect();
+        let source = |p: u32| regex_of(program, p, config, relaxed);
+        let mut plan = UnionPlan { candidates, ..UnionPlan::default() };
+        if let Dense::Cached(cache) = dense {
+            let mut named = Vec::new();
+            for &p in &plan.candidates {
+                let (tag, text) = identity(program, p, config, relaxed);
+                named.push(tag);
+                named.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                named.extend_from_slice(text.as_bytes());
+            }
+            let list = cache::key(&[
+                b"unions",
+                &named,
+                &UNION_LIMIT.to_le_bytes(),
+                &AUTOMATA_REVISION.to_le_bytes(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+            ]);
+            let mut covered = 0usize;
+            while covered < plan.candidates.len() {
+                let group = match cache.get(&group_key(&list, plan.known.len())) {
+                    Some(Cached { dfa: Some(dfa), .. }) if dfa.pattern_len() >= 2 && covered + dfa.pattern_len() <= plan.candidates.len() => {
+                        Group { members: dfa.pattern_len(), dfa: Some(dfa) }
+                    }
+                    Some(Cached { dfa: None, .. }) => Group { members: 1, dfa: None },
+                    _ => break,
+                };
+                covered += group.members;
+                plan.known.push(group);
+            }
+            plan.list = Some(list);
+            plan.sources = plan.candidates.get(covered..).unwrap_or_default().iter().map(|&p| source(p)).collect();
+        } else {
+            plan.sources = plan.candidates.iter().map(|&p| source(p)).collect();
+        }
+        plan
+    }
+
+    /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
+    /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
+    /// each rule's, by rule id.
+    pub(super) fn finish(self, program: &mut TargetProgram, built: Grouped, max_hits: &[u32], dense: &mut Dense<'_>) {
+        if self.candidates.is_empty() {
+            return;
+        }
+        let mut groups = self.known;
+        for (members, dfa) in built {
+            if let (Dense::Cached(cache), Some(list)) = (&mut *dense, &self.list) {
+                cache.put(group_key(list, groups.len()), dfa.as_ref(), None, None, None, None);
+            }
+            groups.push(Group { members, dfa });
+        }
+        let mut alone: Vec<u32> = program.unfiltered.iter().copied().filter(|p| !self.candidates.contains(p)).collect();
+        let mut rest = self.candidates.as_slice();
+        for group in groups {
+            let Some((members, after)) = rest.split_at_checked(group.members) else { break };
+            rest = after;
+            match group.dfa {
+                Some(dfa) if members.len() >= 2 && dfa.pattern_len() == members.len() => {
+                    let mut decided = 0u64;
+                    for (bit, &p) in members.iter().enumerate() {
+                        let exact = program
+                            .patterns
+                            .get(p as usize)
+                            .is_some_and(|c| matches!(c.matcher, Matcher::Dense(_)) && max_hits.get(c.rule as usize) == Some(&1));
+                        if exact {
+                            decided |= 1u64.checked_shl(bit as u32).unwrap_or(0);
+                        }
+                    }
+                    program.unions.push(Union { dfa, members: members.to_vec(), decided });
+                }
+                _ => alone.extend_from_slice(members),
+            }
+        }
+        alone.extend_from_slice(rest);
+        alone.sort_unstable();
+        program.unfiltered = alone;
+    }
+}
+
+/// The cache key of group `index` of the candidate list named `list`.
+fn group_key(list: &cache::Key, index: usize) -> cache::Key {
+    cache::key(&[b"union", list, &(index as u32).to_le_bytes()])
+}
+
+/// What names pattern `p`'s automaton in a union's key: its rule's Perl text for a
+/// dense DFA (a warm start translates nothing), the relaxed regex for a screen.
+fn identity<'c>(program: &TargetProgram, p: u32, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
+    let Some(compiled) = program.patterns.get(p as usize) else { return (0, "") };
+    match &compiled.matcher {
+        Matcher::Backtrack { program, .. } => (b'r', relaxed.get(*program as usize).map_or("", String::as_str)),
+        _ => (b'p', perl_pattern(config, compiled.rule).map_or("", |pattern| pattern.perl.as_str())),
+    }
+}
+
+fn perl_pattern(config: &Config, rule: u32) -> Option<&super::Pattern> {
+    match &config.rules.get(rule as usize)?.kind {
+        RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Uri(p) | RuleKind::Full(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The regex pattern `p`'s dense DFA was built from.
+fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]) -> Option<String> {
+    let compiled = program.patterns.get(p as usize)?;
+    match &compiled.matcher {
+        Matcher::Backtrack { program, .. } => relaxed.get(*program as usize).cloned(),
+        _ => perl_pattern(config, compiled.rule)?.translated().ok(),
+    }
+}
+
+/// Groups `sources` greedily, in order, into unions under [`UNION_LIMIT`]: (members,
+/// union DFA), none for a regex that fits with no neighbour (or is missing or does not
+/// parse).
+pub(super) fn group(sources: &[Option<String>]) -> Grouped {
+    let mut groups = Vec::new();
+    let mut current: Vec<Hir> = Vec::new();
+    let mut fitting = None;
+    for source in sources {
+        let Some(Ok(hir)) = source.as_deref().map(parse_hir) else {
+            close(&mut groups, &mut current, fitting.take());
+            groups.push((1, None));
+            continue;
+        };
+        current.push(line_local(&hir, 0));
+        if current.len() == 1 {
+            continue;
+        }
+        match (current.len() <= UNION_MEMBERS).then(|| build(&current)).flatten() {
+            Some(dfa) => fitting = Some(dfa),
+            None => {
+                // The group before this regex is closed; this one starts the next.
+                let last = current.pop();
+                close(&mut groups, &mut current, fitting.take());
+                current.extend(last);
+            }
+        }
+    }
+    close(&mut groups, &mut current, fitting);
+    groups
+}
+
+/// Ends the group `current`: a union, or one member alone.
+fn close(groups: &mut Grouped, current: &mut Vec<Hir>, dfa: Option<dense::DFA<Vec<u32>>>) {
+    match (current.len(), dfa) {
+        (0, _) => {}
+        (n, Some(dfa)) if n >= 2 => groups.push((n, Some(dfa))),
+        (n, _) => groups.extend((0..n).map(|_| (1, None))),
+    }
+    current.clear();
+}
+
+/// The dense DFA reporting every match of each of `hirs` (`MatchKind::All`), or none
+/// over [`UNION_LIMIT`].
+fn build(hirs: &[Hir]) -> Option<dense::DFA<Vec<u32>>> {
+    let nfa = nfa_compiler().build_many_from_hir(hirs).ok()?;
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .start_kind(StartKind::Unanchored)
+                .match_kind(MatchKind::All)
+                .minimize(true)
+                .dfa_size_limit(Some(UNION_LIMIT))
+                .determinize_size_limit(Some(2 * UNION_LIMIT)),
+        )
+        .build_from_nfa(&nfa)
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    /// `list`'s regexes, "-" standing for a missing one.
+    fn regexes(list: &[&str]) -> Vec<Option<String>> {
+        list.iter().map(|s| (*s != "-").then(|| s.to_string())).collect()
+    }
+
+    #[test]
+    fn group_table() {
+        // Too big to share a union with anything under the limit.
+        let big = r"(?:[a-z]{1,40}\s){30}x";
+        let tiny: Vec<String> = (0..65).map(|i| alloc::format!("t{i}x")).collect();
+        let tiny: Vec<&str> = tiny.iter().map(String::as_str).collect();
+        // (regexes, members of each run: a union from 2 up, 1 alone)
+        let cases: &[(&[&str], &[usize])] = &[
+            (&["a", "b", "c"], &[3]),
+            (&["a"], &[1]),
+            (&[], &[]),
+            (&["(", "a", "b"], &[1, 2]),
+            (&["a", "-", "b", "c"], &[1, 1, 2]),
+            (&["a", big, "b"], &[1, 1, 1]),
+            (&["a", "b", big, "c", "d"], &[2, 1, 2]),
+            (&tiny, &[64, 1]),
+        ];
+        for (sources, want) in cases {
+            let grouped = group(&regexes(sources));
+            let got: Vec<usize> = grouped.iter().map(|(n, _)| *n).collect();
+            assert_eq!(&got, want, "{sources:?}");
+            for (n, dfa) in &grouped {
+                assert_eq!(dfa.as_ref().map(|d| d.pattern_len()), (*n > 1).then_some(*n), "{sources:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn finds_table() {
+        // (text, members found, by bit): every match counts, also one inside another's,
+        // and each regex holds to one line as in the target it runs on.
+        let union = |sources: &[&str]| {
+            let (members, dfa) = group(&regexes(sources)).pop().expect("one group");
+            Union { dfa: dfa.expect("a union"), members: (0..members as u32).collect(), decided: 0 }
+        };
+        let u = union(&["foo", "oba", "^baz", r"x\d+$"]);
+        let cases: &[(&str, u64)] = &[
+            ("", 0),
+            ("foobar", 0b0011),
+            ("a baz", 0),
+            ("a\nbaz", 0b0100),
+            ("fo\no", 0),
+            ("x12\nq", 0b1000),
+            ("x12q", 0),
+            ("foobaz\nbaz x1", 0b1111),
+        ];
+        for (text, want) in cases {
+            assert_eq!(u.finds(text.as_bytes()), Some(*want), "{text:?}");
+        }
+    }
+}
