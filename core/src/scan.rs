@@ -16,6 +16,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::RequiredByte;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
+use crate::rules::unions::UNION_MEMBERS;
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -868,36 +869,40 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     }
     for union in &program.unions {
         let started = probe.now();
-        let found = union.finds(text);
+        let mut first_ends = [0u32; UNION_MEMBERS];
+        let found = union.finds(text, &mut first_ends);
         probe.spent(Cost::Prefilter(target), started);
-        for (bit, &p) in union.members.iter().enumerate() {
+        for (bit, (&p, &first_end)) in union.members.iter().zip(first_ends.iter()).enumerate() {
             let bit = 1u64 << bit;
             match (found, program.patterns.get(p as usize)) {
                 (Some(found), _) if found & bit == 0 => {}
                 (Some(_), Some(pattern)) if union.decided & bit != 0 => state.add(pattern.rule, 1),
-                _ => run_unfiltered(program, p, text, state, s, probe),
+                // No line before the one of the member's first match in the union can match.
+                (Some(_), _) => run_unfiltered(program, p, text, line_start(text, first_end as usize), state, s, probe),
+                (None, _) => run_unfiltered(program, p, text, 0, state, s, probe),
             }
         }
     }
     for &p in &program.unfiltered {
-        run_unfiltered(program, p, text, state, s, probe);
+        run_unfiltered(program, p, text, 0, state, s, probe);
     }
 }
 
-/// Runs unfiltered line pattern `p` over `text`.
-fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
+/// Runs unfiltered line pattern `p` over the lines of `text` from `from`, a line start
+/// before which it cannot match.
+fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let Some(pattern) = program.patterns.get(p as usize) else { return };
     // No match starts before the line of the first byte every match needs.
     let from = match program.pattern_required_byte.get(p as usize) {
-        Some(Some(byte)) => match byte.find(text) {
-            Some(at) => line_start(text, at),
+        Some(Some(byte)) => match text.get(from..).and_then(|rest| byte.find(rest)) {
+            Some(at) => line_start(text, from + at),
             None => {
                 probe.spent(Cost::Rule(pattern.rule), started);
                 return;
             }
         },
-        _ => 0,
+        _ => from,
     };
     let n = count_in_lines(&pattern.matcher, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
@@ -1237,6 +1242,9 @@ mod tests {
             ("call 12-34 now\nWOW! yes! ok! \nthe 5xy\n", &["A", "B", "E", "M"]),
             ("why? not\nsay! it! \nno 9xz here\n", &["C"]),
             ("12-3 WO! 9x\ny\n", &[]),
+            // Searched again from the line of the first hit in the union, not after it.
+            ("a\nb! c! \nd! \n", &["M"]),
+            ("5xz\n6xy\n", &["E"]),
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);

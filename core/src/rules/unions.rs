@@ -6,7 +6,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use regex_automata::dfa::{dense, Automaton, OverlappingState, StartKind};
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::util::primitives::StateID;
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
@@ -18,7 +19,7 @@ use super::{Config, RuleKind};
 /// to search (a 256 KiB union's pass costs up to twice one pattern's) and to build.
 const UNION_LIMIT: usize = 256 * 1024;
 /// Most patterns in one union: the bits of the mask its search fills.
-const UNION_MEMBERS: usize = 64;
+pub(crate) const UNION_MEMBERS: usize = 64;
 
 /// Unfiltered line patterns searched as one dense DFA.
 pub(crate) struct Union {
@@ -31,24 +32,68 @@ pub(crate) struct Union {
 }
 
 impl Union {
-    /// The members with a match in `text`, as bits by pattern id; `None` when the
-    /// search failed and every member must search itself.
-    pub(crate) fn finds(&self, text: &[u8]) -> Option<u64> {
+    /// The members with a match in `text`, as bits by pattern id, and in `first_ends`
+    /// by pattern id where the first match of each found one ends; `None` when the
+    /// search failed and every member must search itself. One pass over the text, which
+    /// stops once every member is found and skips with memchr where a state lets it.
+    pub(crate) fn finds(&self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+        let dfa = &self.dfa;
         let all = match self.members.len() {
             n if n >= 64 => u64::MAX,
             n => (1u64 << n) - 1,
         };
-        let input = Input::new(text);
-        let mut overlapping = OverlappingState::start();
         let mut found = 0u64;
-        loop {
-            self.dfa.try_search_overlapping_fwd(&input, &mut overlapping).ok()?;
-            let Some(m) = overlapping.get_match() else { return Some(found) };
-            found |= 1u64.checked_shl(m.pattern().as_u32()).unwrap_or(0);
-            if found == all {
+        let mut state = dfa.start_state_forward(&Input::new(text)).ok()?;
+        let mut at = 0usize;
+        while let Some(&byte) = text.get(at) {
+            state = dfa.next_state(state, byte);
+            at += 1;
+            if !dfa.is_special_state(state) {
+                continue;
+            }
+            if dfa.is_match_state(state) {
+                // A match state is entered one byte after the match ends.
+                found |= self.patterns_of(state, !found, at - 1, first_ends);
+                if found == all {
+                    return Some(found);
+                }
+            } else if dfa.is_dead_state(state) {
                 return Some(found);
+            } else if dfa.is_quit_state(state) {
+                return None;
+            }
+            if dfa.is_accel_state(state) {
+                // The state stays itself on every byte but these.
+                let rest = text.get(at..).unwrap_or_default();
+                let next = match *dfa.accelerator(state) {
+                    [a] => memchr::memchr(a, rest),
+                    [a, b] => memchr::memchr2(a, b, rest),
+                    [a, b, c] => memchr::memchr3(a, b, c, rest),
+                    _ => Some(0),
+                };
+                at = next.map_or(text.len(), |i| at + i);
             }
         }
+        state = dfa.next_eoi_state(state);
+        if dfa.is_match_state(state) {
+            found |= self.patterns_of(state, !found, text.len(), first_ends);
+        }
+        Some(found)
+    }
+
+    /// The patterns match state `state` reports, as bits; those also in `new` get
+    /// `end` in `first_ends`.
+    fn patterns_of(&self, state: StateID, new: u64, end: usize, first_ends: &mut [u32; UNION_MEMBERS]) -> u64 {
+        let mut bits = 0u64;
+        for i in 0..self.dfa.match_len(state) {
+            let id = self.dfa.match_pattern(state, i).as_usize();
+            let bit = 1u64.checked_shl(id as u32).unwrap_or(0);
+            if let (true, Some(slot)) = (new & bit != 0, first_ends.get_mut(id)) {
+                *slot = u32::try_from(end).unwrap_or(u32::MAX);
+            }
+            bits |= bit;
+        }
+        bits
     }
 }
 
@@ -313,25 +358,31 @@ mod tests {
 
     #[test]
     fn finds_table() {
-        // (text, members found, by bit): every match counts, also one inside another's,
-        // and each regex holds to one line as in the target it runs on.
+        // Every match counts, also one inside another's, and each regex holds to one
+        // line as in the target it runs on.
         let union = |sources: &[&str]| {
             let (members, dfa) = group(&regexes(sources)).pop().expect("one group");
             Union { dfa: dfa.expect("a union"), members: (0..members as u32).collect(), decided: 0 }
         };
-        let u = union(&["foo", "oba", "^baz", r"x\d+$"]);
-        let cases: &[(&str, u64)] = &[
-            ("", 0),
-            ("foobar", 0b0011),
-            ("a baz", 0),
-            ("a\nbaz", 0b0100),
-            ("fo\no", 0),
-            ("x12\nq", 0b1000),
-            ("x12q", 0),
-            ("foobaz\nbaz x1", 0b1111),
+        // (regexes, text, members found by bit, where each found one's first match ends)
+        let cases: &[(&[&str], &str, u64, &[u32])] = &[
+            (&["foo", "oba", "^baz", r"x\d+$"], "", 0, &[]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "foobar foo", 0b0011, &[3, 5]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "a baz", 0, &[]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "a\nbaz baz", 0b0100, &[0, 0, 5]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "fo\no", 0, &[]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "x12\nq\nx3", 0b1000, &[0, 0, 0, 3]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "x12q", 0, &[]),
+            (&["foo", "oba", "^baz", r"x\d+$"], "foobaz\nbaz x1", 0b1111, &[3, 5, 10, 13]),
+            // Found past stretches the search skips (the start state waits for a `z`).
+            (&["zq1", "zq2"], "aaaa zq2 bbb", 0b10, &[0, 8]),
+            (&["zq1", "zq2"], "aaaa zq", 0, &[]),
+            (&["zq1", "zq2"], "zzq1 zq2", 0b11, &[4, 8]),
         ];
-        for (text, want) in cases {
-            assert_eq!(u.finds(text.as_bytes()), Some(*want), "{text:?}");
+        for (sources, text, want, ends) in cases {
+            let mut first_ends = [0u32; UNION_MEMBERS];
+            assert_eq!(union(sources).finds(text.as_bytes(), &mut first_ends), Some(*want), "{text:?}");
+            assert_eq!(first_ends.get(..ends.len()), Some(*ends), "{text:?}");
         }
     }
 }
