@@ -1692,8 +1692,6 @@ mod tests {
         }
     }
 
-    /// A cached compile gives the same verdicts; a second one determinizes nothing, and
-    /// an edited rule misses alone.
     #[test]
     fn cached_unions_table() {
         // Unions come from a warm cache as they were built, with no determinizing; an
@@ -1734,6 +1732,8 @@ mod tests {
         }
     }
 
+    /// A cached compile gives the same verdicts; a second one determinizes nothing, and
+    /// an edited rule misses alone.
     #[test]
     fn cached_compile_table() {
         // X has H's Perl text, but a header modifier sift lacks: a warm cache, which knows
