@@ -186,7 +186,7 @@ pub struct Backtrack {
 
 /// 256 bits: a set of bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct ByteSet {
+pub(crate) struct ByteSet {
     lo: u128,
     hi: u128,
 }
@@ -194,7 +194,7 @@ struct ByteSet {
 impl ByteSet {
     const ALL: ByteSet = ByteSet { lo: u128::MAX, hi: u128::MAX };
 
-    fn contains(&self, b: u8) -> bool {
+    pub(crate) fn contains(&self, b: u8) -> bool {
         if b < 128 {
             self.lo >> b & 1 == 1
         } else {
@@ -202,7 +202,7 @@ impl ByteSet {
         }
     }
 
-    fn insert(&mut self, b: u8) {
+    pub(crate) fn insert(&mut self, b: u8) {
         if b < 128 {
             self.lo |= 1 << b;
         } else {
@@ -210,13 +210,13 @@ impl ByteSet {
         }
     }
 
-    fn single(b: u8) -> ByteSet {
+    pub(crate) fn single(b: u8) -> ByteSet {
         let mut s = ByteSet::default();
         s.insert(b);
         s
     }
 
-    fn union(self, other: ByteSet) -> ByteSet {
+    pub(crate) fn union(self, other: ByteSet) -> ByteSet {
         ByteSet { lo: self.lo | other.lo, hi: self.hi | other.hi }
     }
 
@@ -224,12 +224,17 @@ impl ByteSet {
         ByteSet { lo: self.lo & other.lo, hi: self.hi & other.hi }
     }
 
-    fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.lo.count_ones() + self.hi.count_ones()
     }
 
+    /// Whether every byte of it is above 0x7f.
+    pub(crate) fn is_non_ascii(&self) -> bool {
+        self.lo == 0
+    }
+
     /// Its bytes in increasing order, a set bit at a time.
-    fn bytes(&self) -> impl Iterator<Item = u8> {
+    pub(crate) fn bytes(&self) -> impl Iterator<Item = u8> {
         let (mut lo, mut hi) = (self.lo, self.hi);
         core::iter::from_fn(move || {
             if lo != 0 {

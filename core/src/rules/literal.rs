@@ -6,6 +6,8 @@ use alloc::vec::Vec;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
 
+use super::backtrack::ByteSet;
+
 /// Most alternatives a literal set may hold.
 const MAX_SET: usize = 24;
 /// Most literals an alternation's required set may hold: wide word lists (`city|country|
@@ -435,55 +437,24 @@ impl RequiredByte {
         if count == 0 {
             return None;
         }
-        if set.0[0] == 0 && set.0[1] == 0 {
+        if set.is_non_ascii() {
             return Some(RequiredByte::NonAscii);
         }
-        (count <= 3).then(|| RequiredByte::AnyOf((0..=255u8).filter(|&b| set.has(b)).collect()))
+        (count <= 3).then(|| RequiredByte::AnyOf(set.bytes().collect()))
     }
 }
 
-/// Which of 256 bytes, as four words of bits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    const EMPTY: ByteSet = ByteSet([0; 4]);
-
-    fn add(&mut self, b: u8) {
-        if let Some(word) = self.0.get_mut(usize::from(b >> 6)) {
-            *word |= 1 << (b & 63);
-        }
-    }
-
-    fn has(&self, b: u8) -> bool {
-        self.0.get(usize::from(b >> 6)).is_some_and(|w| w & (1 << (b & 63)) != 0)
-    }
-
-    fn count(&self) -> u32 {
-        self.0.iter().map(|w| w.count_ones()).sum()
-    }
-
-    fn union(&self, other: &ByteSet) -> ByteSet {
-        let mut out = *self;
-        for (w, o) in out.0.iter_mut().zip(other.0) {
-            *w |= o;
-        }
-        out
-    }
-
-    /// How often text holds one of these bytes, roughly: letters, digits and white
-    /// space are everywhere, punctuation less so, bytes above 0x7f rare in most mail.
-    fn commonness(&self) -> u32 {
-        (0..=255u8)
-            .filter(|&b| self.has(b))
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b' ' | b'\t' | b'\n' | b'\r' => 16,
-                b'.' | b',' | b'-' | b'\'' | b'"' | b':' | b'/' | b'(' | b')' => 4,
-                0x80..=0xff => 1,
-                _ => 2,
-            })
-            .sum()
-    }
+/// How often text holds one of the bytes of `set`, roughly: letters, digits and white
+/// space are everywhere, punctuation less so, bytes above 0x7f rare in most mail.
+fn commonness(set: &ByteSet) -> u32 {
+    set.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b' ' | b'\t' | b'\n' | b'\r' => 16,
+            b'.' | b',' | b'-' | b'\'' | b'"' | b':' | b'/' | b'(' | b')' => 4,
+            0x80..=0xff => 1,
+            _ => 2,
+        })
+        .sum()
 }
 
 /// The required byte of `hir` that is rarest in text, when one can be looked for.
@@ -500,18 +471,13 @@ fn required_bytes(hir: &Hir, depth: usize) -> Option<ByteSet> {
     let usable = |set: ByteSet| RequiredByte::of(&set).is_some().then_some(set);
     match hir.kind() {
         HirKind::Literal(lit) => {
-            let rarest = lit.0.iter().map(|&b| {
-                let mut one = ByteSet::EMPTY;
-                one.add(b);
-                one
-            });
-            rarest.min_by_key(ByteSet::commonness)
+            lit.0.iter().map(|&b| ByteSet::single(b)).min_by_key(commonness)
         }
         HirKind::Class(Class::Bytes(c)) => {
-            let mut set = ByteSet::EMPTY;
+            let mut set = ByteSet::default();
             for r in c.ranges() {
                 for b in r.start()..=r.end() {
-                    set.add(b);
+                    set.insert(b);
                 }
             }
             usable(set)
@@ -519,13 +485,13 @@ fn required_bytes(hir: &Hir, depth: usize) -> Option<ByteSet> {
         // The parser folds alternations of UTF-8 sequences into these: a code point
         // above 0x7f is bytes above 0x7f.
         HirKind::Class(Class::Unicode(c)) => {
-            let mut set = ByteSet::EMPTY;
+            let mut set = ByteSet::default();
             for r in c.ranges() {
                 for b in (r.start() as u32)..=(r.end() as u32).min(0x7f) {
-                    set.add(b as u8);
+                    set.insert(b as u8);
                 }
                 if u32::from(r.end()) >= 0x80 {
-                    (0x80..=0xff).for_each(|b| set.add(b));
+                    (0x80..=0xffu8).for_each(|b| set.insert(b));
                 }
             }
             usable(set)
@@ -534,11 +500,11 @@ fn required_bytes(hir: &Hir, depth: usize) -> Option<ByteSet> {
         HirKind::Repetition(rep) if rep.min >= 1 => required_bytes(&rep.sub, depth + 1),
         HirKind::Repetition(_) => None,
         HirKind::Capture(c) => required_bytes(&c.sub, depth + 1),
-        HirKind::Concat(subs) => subs.iter().filter_map(|h| required_bytes(h, depth + 1)).min_by_key(ByteSet::commonness),
+        HirKind::Concat(subs) => subs.iter().filter_map(|h| required_bytes(h, depth + 1)).min_by_key(commonness),
         HirKind::Alternation(subs) => {
-            let mut set = ByteSet::EMPTY;
+            let mut set = ByteSet::default();
             for h in subs {
-                set = usable(set.union(&required_bytes(h, depth + 1)?))?;
+                set = usable(set.union(required_bytes(h, depth + 1)?))?;
             }
             Some(set)
         }
