@@ -412,12 +412,7 @@ impl RequiredByte {
     /// Where the first required byte of `text` is.
     pub(crate) fn find(&self, text: &[u8]) -> Option<usize> {
         match self {
-            RequiredByte::AnyOf(b) => match b.as_slice() {
-                [a] => memchr::memchr(*a, text),
-                [a, b] => memchr::memchr2(*a, *b, text),
-                [a, b, c] => memchr::memchr3(*a, *b, *c, text),
-                _ => Some(0),
-            },
+            RequiredByte::AnyOf(bytes) => find_any(bytes, text),
             RequiredByte::NonAscii => {
                 // Whole chunks first: `is_ascii` runs a word at a time.
                 let mut done = 0;
@@ -441,6 +436,17 @@ impl RequiredByte {
             return Some(RequiredByte::NonAscii);
         }
         (count <= 3).then(|| RequiredByte::AnyOf(set.bytes().collect()))
+    }
+}
+
+/// Where the first of one to three `bytes` is in `text`; for more (or none), 0: they
+/// tell nothing, so a search starts at the beginning.
+pub(crate) fn find_any(bytes: &[u8], text: &[u8]) -> Option<usize> {
+    match *bytes {
+        [a] => memchr::memchr(a, text),
+        [a, b] => memchr::memchr2(a, b, text),
+        [a, b, c] => memchr::memchr3(a, b, c, text),
+        _ => Some(0),
     }
 }
 

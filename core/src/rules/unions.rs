@@ -13,6 +13,7 @@ use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
 use super::compile::{line_local, nfa_compiler, parse_hir, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::literal::find_any;
 use super::{Config, RuleKind};
 
 /// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
@@ -64,13 +65,7 @@ impl Union {
             }
             if dfa.is_accel_state(state) {
                 // The state stays itself on every byte but these.
-                let rest = text.get(at..).unwrap_or_default();
-                let next = match *dfa.accelerator(state) {
-                    [a] => memchr::memchr(a, rest),
-                    [a, b] => memchr::memchr2(a, b, rest),
-                    [a, b, c] => memchr::memchr3(a, b, c, rest),
-                    _ => Some(0),
-                };
+                let next = find_any(dfa.accelerator(state), text.get(at..).unwrap_or_default());
                 at = next.map_or(text.len(), |i| at + i);
             }
         }
