@@ -15,7 +15,7 @@ use super::backtrack::Backtrack;
 use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable};
 use super::eval::EvalData;
-use super::unions::{self, Grouped};
+use super::unions::{self, Group};
 use super::Config;
 
 /// One piece of loading work. Running it fills in its result; the cache or compile that
@@ -33,7 +33,7 @@ pub(super) enum Work<'a> {
     /// `None`: it no longer reads.
     Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
     /// The unions of a target's unfiltered patterns, from their regexes.
-    Unions { sources: &'a [Option<String>], built: Option<Grouped> },
+    Unions { sources: &'a [Option<String>], built: Option<Vec<Group>> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<AhoCorasick>, CompileError>> },
     /// What the eval tests need from the configuration; their fixed patterns' programs
@@ -92,7 +92,7 @@ impl Job<'_> {
     }
 
     /// The unions this job grouped (grouped here if the batch skipped it).
-    pub(super) fn into_unions(mut self) -> Grouped {
+    pub(super) fn into_unions(mut self) -> Vec<Group> {
         self.run();
         match self.0 {
             Work::Unions { built: Some(grouped), .. } => grouped,

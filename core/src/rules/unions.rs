@@ -92,13 +92,9 @@ impl Union {
     }
 }
 
-/// What [`group`] makes of a list of regexes: consecutive runs of it, each a union
-/// (members, DFA) or one regex alone (1, none).
-pub(super) type Grouped = Vec<(usize, Option<dense::DFA<Vec<u32>>>)>;
-
 /// Consecutive candidates, in grouping order: a union of `members` of them, or one
 /// that stays alone (`dfa` none).
-struct Group {
+pub(super) struct Group {
     members: usize,
     dfa: Option<dense::DFA<Vec<u32>>>,
 }
@@ -146,7 +142,6 @@ impl UnionPlan {
         // Small automata first: more of them fit together.
         candidates.sort_unstable();
         let candidates: Vec<u32> = candidates.into_iter().map(|(_, p)| p).collect();
-        let source = |p: u32| regex_of(program, p, config, relaxed);
         let mut plan = UnionPlan { candidates, ..UnionPlan::default() };
         if let Dense::Cached(cache) = dense {
             let mut named = Vec::new();
@@ -176,26 +171,26 @@ impl UnionPlan {
                 plan.known.push(group);
             }
             plan.list = Some(list);
-            plan.sources = plan.candidates.get(covered..).unwrap_or_default().iter().map(|&p| source(p)).collect();
-        } else {
-            plan.sources = plan.candidates.iter().map(|&p| source(p)).collect();
         }
+        let covered: usize = plan.known.iter().map(|g| g.members).sum();
+        let rest = plan.candidates.get(covered..).unwrap_or_default();
+        plan.sources = rest.iter().map(|&p| regex_of(program, p, config, relaxed)).collect();
         plan
     }
 
     /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
     /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
     /// each rule's, by rule id.
-    pub(super) fn finish(self, program: &mut TargetProgram, built: Grouped, max_hits: &[u32], dense: &mut Dense<'_>) {
+    pub(super) fn finish(self, program: &mut TargetProgram, built: Vec<Group>, max_hits: &[u32], dense: &mut Dense<'_>) {
         if self.candidates.is_empty() {
             return;
         }
         let mut groups = self.known;
-        for (members, dfa) in built {
+        for group in built {
             if let (Dense::Cached(cache), Some(list)) = (&mut *dense, &self.list) {
-                cache.put(group_key(list, groups.len()), dfa.as_ref(), None, None, None, None);
+                cache.put(group_key(list, groups.len()), group.dfa.as_ref(), None, None, None, None);
             }
-            groups.push(Group { members, dfa });
+            groups.push(group);
         }
         let mut alone: Vec<u32> = program.unfiltered.iter().copied().filter(|p| !self.candidates.contains(p)).collect();
         let mut rest = self.candidates.as_slice();
@@ -259,14 +254,14 @@ fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]
 /// Groups `sources` greedily, in order, into unions under [`UNION_LIMIT`]: (members,
 /// union DFA), none for a regex that fits with no neighbour (or is missing or does not
 /// parse).
-pub(super) fn group(sources: &[Option<String>]) -> Grouped {
+pub(super) fn group(sources: &[Option<String>]) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
     for source in sources {
         let Some(Ok(hir)) = source.as_deref().map(parse_hir) else {
             close(&mut groups, &mut current, fitting.take());
-            groups.push((1, None));
+            groups.push(Group { members: 1, dfa: None });
             continue;
         };
         current.push(line_local(&hir, 0));
@@ -288,11 +283,11 @@ pub(super) fn group(sources: &[Option<String>]) -> Grouped {
 }
 
 /// Ends the group `current`: a union, or one member alone.
-fn close(groups: &mut Grouped, current: &mut Vec<Hir>, dfa: Option<dense::DFA<Vec<u32>>>) {
+fn close(groups: &mut Vec<Group>, current: &mut Vec<Hir>, dfa: Option<dense::DFA<Vec<u32>>>) {
     match (current.len(), dfa) {
         (0, _) => {}
-        (n, Some(dfa)) if n >= 2 => groups.push((n, Some(dfa))),
-        (n, _) => groups.extend((0..n).map(|_| (1, None))),
+        (n, Some(dfa)) if n >= 2 => groups.push(Group { members: n, dfa: Some(dfa) }),
+        (n, _) => groups.extend((0..n).map(|_| Group { members: 1, dfa: None })),
     }
     current.clear();
 }
@@ -343,10 +338,10 @@ mod tests {
         ];
         for (sources, want) in cases {
             let grouped = group(&regexes(sources));
-            let got: Vec<usize> = grouped.iter().map(|(n, _)| *n).collect();
+            let got: Vec<usize> = grouped.iter().map(|g| g.members).collect();
             assert_eq!(&got, want, "{sources:?}");
-            for (n, dfa) in &grouped {
-                assert_eq!(dfa.as_ref().map(|d| d.pattern_len()), (*n > 1).then_some(*n), "{sources:?}");
+            for g in &grouped {
+                assert_eq!(g.dfa.as_ref().map(|d| d.pattern_len()), (g.members > 1).then_some(g.members), "{sources:?}");
             }
         }
     }
@@ -356,7 +351,7 @@ mod tests {
         // Every match counts, also one inside another's, and each regex holds to one
         // line as in the target it runs on.
         let union = |sources: &[&str]| {
-            let (members, dfa) = group(&regexes(sources)).pop().expect("one group");
+            let Group { members, dfa } = group(&regexes(sources)).pop().expect("one group");
             Union { dfa: dfa.expect("a union"), members: (0..members as u32).collect(), decided: 0 }
         };
         // (regexes, text, members found by bit, where each found one's first match ends)
