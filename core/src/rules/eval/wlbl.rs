@@ -53,7 +53,8 @@ impl AddrSet {
     /// Appends `addr` as it is unless it equals the last one ignoring case (a list,
     /// not a set: earlier duplicates stay).
     pub fn push_unless_last(&mut self, addr: &[u8]) {
-        if self.spans.len() >= MAX_ADDRS || self.iter().last().is_some_and(|l| l.eq_ignore_ascii_case(addr)) {
+        let last = self.spans.last().and_then(|&(a, b)| self.buf.get(a as usize..b as usize));
+        if self.spans.len() >= MAX_ADDRS || last.is_some_and(|l| l.eq_ignore_ascii_case(addr)) {
             return;
         }
         let addr = addr.get(..MAX_ADDR).unwrap_or(addr);
