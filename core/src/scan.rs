@@ -530,10 +530,7 @@ fn build_header_target(
         out.extend_from_slice(value);
     };
     let mut add_named = |name: &[u8], out: &mut Vec<u8>, skip_empty: bool| {
-        for h in message.headers() {
-            if !h.name.eq_ignore_ascii_case(name) {
-                continue;
-            }
+        for h in message.headers_named(name) {
             match form {
                 HeaderForm::Decoded | HeaderForm::Raw => {
                     let value = if form == HeaderForm::Raw { h.raw } else { h.decoded };

@@ -413,6 +413,12 @@ impl MessageBuffers {
     }
 }
 
+/// The last of `list` whose name (read with `bytes`) is `name`, ignoring ASCII case:
+/// only names are read, from the end.
+fn last_named<'r>(list: &'r [header::HeaderRec], name: &[u8], bytes: impl Fn(Span) -> &'r [u8]) -> Option<&'r header::HeaderRec> {
+    list.iter().rev().find(|h| bytes(h.name).eq_ignore_ascii_case(name))
+}
+
 /// One header field of a message or MIME part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header<'a> {
@@ -448,10 +454,20 @@ impl<'a> Message<'a> {
         bufs.headers.iter().map(move |h| bufs.header(raw, h))
     }
 
+    /// The top-level headers called `name` (case-insensitive), in message order.
+    pub fn headers_named<'n>(&self, name: &'n [u8]) -> impl Iterator<Item = Header<'a>> + 'n
+    where
+        'a: 'n,
+    {
+        let (bufs, raw) = (self.bufs, self.raw);
+        bufs.headers.iter().filter(move |h| bufs.bytes(raw, h.name).eq_ignore_ascii_case(name)).map(move |h| bufs.header(raw, h))
+    }
+
     /// The last top-level header called `name` (case-insensitive), as SpamAssassin's
     /// scalar `get_header` picks it.
     pub fn header(&self, name: &[u8]) -> Option<Header<'a>> {
-        self.headers().filter(|h| h.name.eq_ignore_ascii_case(name)).last()
+        let (bufs, raw) = (self.bufs, self.raw);
+        last_named(&bufs.headers, name, |span| bufs.bytes(raw, span)).map(|h| bufs.header(raw, h))
     }
 
     /// The top-level headers decoded, one `Name: value` line each, into `out` (cleared
@@ -641,7 +657,8 @@ impl<'a> Part<'a> {
 
     /// The decoded value of the part's last header field called `name` (case-insensitive).
     pub fn header(&self, name: &[u8]) -> Option<&'a [u8]> {
-        self.headers().filter(|h| h.name.eq_ignore_ascii_case(name)).last().map(|h| h.decoded)
+        let (bufs, raw) = (self.bufs, self.raw);
+        last_named(self.header_recs(), name, |span| bufs.bytes(raw, span)).map(|h| bufs.bytes(raw, h.decoded))
     }
 
     /// Whether the part is rendered as HTML (`text/html` or an `.html` file name).
@@ -652,12 +669,15 @@ impl<'a> Part<'a> {
     /// The part's own header fields, in order.
     pub fn headers(&self) -> impl Iterator<Item = Header<'a>> + 'a {
         let (bufs, raw) = (self.bufs, self.raw);
-        let list: &'a [header::HeaderRec] = if self.rec.top_headers {
-            &bufs.headers
+        self.header_recs().iter().map(move |h| bufs.header(raw, h))
+    }
+
+    fn header_recs(&self) -> &'a [header::HeaderRec] {
+        if self.rec.top_headers {
+            &self.bufs.headers
         } else {
-            bufs.part_headers.get(self.rec.headers.0 as usize..self.rec.headers.1 as usize).unwrap_or(&[])
-        };
-        list.iter().map(move |h| bufs.header(raw, h))
+            self.bufs.part_headers.get(self.rec.headers.0 as usize..self.rec.headers.1 as usize).unwrap_or(&[])
+        }
     }
 }
 

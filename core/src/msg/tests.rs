@@ -232,6 +232,28 @@ fn headers_and_parts() {
 }
 
 #[test]
+fn headers_by_name_table() {
+    let raw = b"Received: one\nTo: a@x\nreceived: two\nX-Empty:\nRECEIVED: three\n\nbody\n";
+    let mut bufs = MessageBuffers::new(Limits::default());
+    let m = Message::parse(raw, &mut bufs);
+    // (name, values of the fields so named in order, the last one's value)
+    let cases: &[(&[u8], &[&[u8]], Option<&[u8]>)] = &[
+        (b"Received", &[b"one", b"two", b"three"], Some(b"three")),
+        (b"to", &[b"a@x"], Some(b"a@x")),
+        (b"x-empty", &[b""], Some(b"")),
+        (b"Cc", &[], None),
+        (b"Receive", &[], None),
+    ];
+    for (name, values, last) in cases {
+        let got: Vec<&[u8]> = m.headers_named(name).map(|h| h.decoded).collect();
+        assert_eq!(&got, values, "{:?}", core::str::from_utf8(name));
+        assert_eq!(m.header(name).map(|h| h.decoded), *last, "{:?}", core::str::from_utf8(name));
+        let part = m.parts().next().and_then(|p| p.header(name));
+        assert_eq!(part, *last, "{:?}", core::str::from_utf8(name));
+    }
+}
+
+#[test]
 fn mime_edge_cases() {
     // (message, body lines)
     let cases: &[(&[u8], &[&str])] = &[

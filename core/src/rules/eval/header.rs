@@ -820,7 +820,7 @@ impl HeaderEval {
                 let name = header.as_bytes();
                 s.addrs.clear();
                 let mut empty = false;
-                for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(name)) {
+                for h in m.headers_named(name) {
                     if h.decoded.is_empty() {
                         empty = true;
                     }
@@ -927,7 +927,7 @@ impl HeaderEval {
 fn get_joined(m: &Message<'_>, name: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
     let mut found = false;
-    for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(name)) {
+    for h in m.headers_named(name) {
         out.extend_from_slice(h.decoded);
         out.push(b'\n');
         found = true;
@@ -936,14 +936,14 @@ fn get_joined(m: &Message<'_>, name: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 fn has_header(m: &Message<'_>, name: &[u8]) -> bool {
-    m.headers().any(|h| h.name.eq_ignore_ascii_case(name))
+    m.headers_named(name).next().is_some()
 }
 
 /// `get('MESSAGEID')` in scalar context.
 fn get_message_id(m: &Message<'_>, out: &mut Vec<u8>) {
     out.clear();
     for name in [&b"X-Message-Id"[..], b"Resent-Message-Id", b"X-Original-Message-ID", b"Message-Id"] {
-        for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(name)) {
+        for h in m.headers_named(name) {
             out.extend_from_slice(h.decoded);
             out.push(b'\n');
         }
@@ -963,7 +963,7 @@ fn for_each_addr<'m>(m: &Message<'m>, relays: &'m Relays, name: &[u8], mut f: im
     }
     let names: [&[u8]; 2] = if name.eq_ignore_ascii_case(b"ToCc") { [b"To", b"Cc"] } else { [name, b""] };
     for n in names.iter().filter(|n| !n.is_empty()) {
-        for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(n)) {
+        for h in m.headers_named(n) {
             for a in msg::addresses(h.raw).filter_map(|a| a.address) {
                 f(a);
             }
@@ -1028,7 +1028,7 @@ fn lowercase_set(from: &AddrSet, to: &mut AddrSet) {
 /// Resent-Sender, X-Envelope-From and EnvelopeFrom; dots squeezed, duplicates dropped.
 fn all_from_addrs(m: &Message<'_>, relays: &Relays, out: &mut AddrSet) {
     out.clear();
-    if let Some(h) = m.headers().find(|h| h.name.eq_ignore_ascii_case(b"Resent-From")) {
+    if let Some(h) = m.headers_named(b"Resent-From").next() {
         for a in msg::addresses(h.raw).filter_map(|a| a.address) {
             out.add(a, false, false);
         }
@@ -1046,7 +1046,7 @@ fn all_from_addrs(m: &Message<'_>, relays: &Relays, out: &mut AddrSet) {
 fn all_to_addrs(m: &Message<'_>, pats: &HeaderPatterns, out: &mut AddrSet, search: &mut Search) {
     out.clear();
     for name in [&b"Resent-To"[..], b"Resent-Cc"] {
-        if let Some(h) = m.headers().find(|h| h.name.eq_ignore_ascii_case(name)) {
+        if let Some(h) = m.headers_named(name).next() {
             for a in msg::addresses(h.raw).filter_map(|a| a.address) {
                 out.add(a, false, false);
             }
@@ -1056,7 +1056,7 @@ fn all_to_addrs(m: &Message<'_>, pats: &HeaderPatterns, out: &mut AddrSet, searc
         return;
     }
     let re = pats.get(X::RcvdFor);
-    for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(b"Received")).take(3) {
+    for h in m.headers_named(b"Received").take(3) {
         if re.is_match(h.decoded, search) {
             let host = search.text(h.decoded, 2).unwrap_or(&[]);
             if is_fqdn_valid(host) {
@@ -1080,7 +1080,7 @@ fn all_to_addrs(m: &Message<'_>, pats: &HeaderPatterns, out: &mut AddrSet, searc
         b"X-Real-To",
         b"Cc",
     ] {
-        for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(name)) {
+        for h in m.headers_named(name) {
             for a in msg::addresses(h.raw).filter_map(|a| a.address) {
                 out.add(a, false, false);
             }
@@ -1257,7 +1257,7 @@ fn illegal_chars(m: &Message<'_>, header: &str, ratio: f64, count: f64, buf: &mu
             buf.push(b'\n');
         }
     } else {
-        for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(header.as_bytes())) {
+        for h in m.headers_named(header.as_bytes()) {
             buf.extend_from_slice(h.raw);
             buf.push(b'\n');
         }
@@ -1286,13 +1286,11 @@ fn illegal_chars(m: &Message<'_>, header: &str, ratio: f64, count: f64, buf: &mu
 /// `gated_through_received_hdr_remover`.
 fn gated(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool {
     let ezmlm = m
-        .headers()
-        .filter(|h| h.name.eq_ignore_ascii_case(b"Mailing-List"))
+        .headers_named(b"Mailing-List")
         .any(|h| pats.get(X::Ezmlm).is_match(h.decoded, &mut s.search));
     if ezmlm {
         let dl = m
-            .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"Delivered-To"))
+            .headers_named(b"Delivered-To")
             .any(|h| pats.get(X::MailingListTo).is_match(h.decoded, &mut s.search));
         get_joined(m, b"Received", &mut s.b);
         if dl && pats.get(X::QmailInvoked).is_match(&s.b, &mut s.search) {
@@ -1553,8 +1551,8 @@ fn date_diff(m: &Message<'_>, pats: &HeaderPatterns, search: &mut Search) -> i64
     let mut date_time = None;
     for name in [&b"Resent-Date"[..], b"Date"] {
         date_time = m
-            .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(name) && !h.decoded.is_empty())
+            .headers_named(name)
+            .filter(|h| !h.decoded.is_empty())
             .find_map(|h| parse_rfc822_date(h.decoded));
         if date_time.is_some() {
             break;
@@ -1562,8 +1560,7 @@ fn date_diff(m: &Message<'_>, pats: &HeaderPatterns, search: &mut Search) -> i64
     }
     let Some(date_time) = date_time else { return 0 };
     let received = || {
-        m.headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"Received"))
+        m.headers_named(b"Received")
             .map(|h| h.decoded)
             .filter(|v| v.iter().any(|&c| !is_space(c)))
     };
@@ -1631,7 +1628,7 @@ fn subject_is_all_caps(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScr
         return false;
     }
     s.b.clear();
-    for h in m.headers().filter(|h| h.name.eq_ignore_ascii_case(b"Subject")) {
+    for h in m.headers_named(b"Subject") {
         s.b.extend_from_slice(h.raw);
         s.b.push(b'\n');
     }

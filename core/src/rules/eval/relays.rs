@@ -241,7 +241,7 @@ impl Relays {
         let (mut in_trusted, mut in_internal, mut found_msa) = (true, true, false);
         let mut scanner_env_arena: Option<Rg> = None;
         let received =
-            message.headers().filter(|h| h.name.eq_ignore_ascii_case(b"received")).map(|h| (h.decoded, false));
+            message.headers_named(b"received").map(|h| (h.decoded, false));
         let synthetic = data.originating_ip_headers.iter().filter_map(|name| {
             let h = message.header(name.as_bytes())?;
             Some((h.decoded, true))
@@ -559,8 +559,7 @@ impl Relays {
         }
         if first_addr_of_first(message, b"X-Sender").is_some_and(|a| a.contains(&b'@'))
             && message
-                .headers()
-                .filter(|h| h.name.eq_ignore_ascii_case(b"received"))
+                .headers_named(b"received")
                 .any(|h| h.decoded.windows(10).any(|w| w == b"(fetchmail"))
         {
             return None;
@@ -591,7 +590,7 @@ impl Relays {
 
 /// `Name:first:addr`: the first address of the topmost `name` header.
 fn first_addr_of_first<'m>(message: &Message<'m>, name: &[u8]) -> Option<&'m [u8]> {
-    let h = message.headers().find(|h| h.name.eq_ignore_ascii_case(name))?;
+    let h = message.headers_named(name).next()?;
     msg::addresses(h.raw).find_map(|a| a.address)
 }
 

@@ -287,7 +287,7 @@ fn chars(s: &[u8]) -> usize {
 /// as long as the Subject.
 fn title_subject_ratio(m: &Message<'_>, ratio: f64) -> bool {
     // `$pms->get('Subject')`: every Subject field, each with its line end.
-    let subject: usize = m.headers().filter(|h| h.name.eq_ignore_ascii_case(b"subject")).map(|h| chars(h.decoded) + 1).sum();
+    let subject: usize = m.headers_named(b"subject").map(|h| chars(h.decoded) + 1).sum();
     if subject == 0 {
         return false;
     }

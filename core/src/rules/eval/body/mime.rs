@@ -199,8 +199,8 @@ impl MimeEval {
 
 /// `$pms->get('Content-Type') =~ m{^text/html}i`: the first Content-Type field.
 fn top_is_html(m: &Message<'_>) -> bool {
-    m.headers()
-        .find(|h| h.name.eq_ignore_ascii_case(b"content-type"))
+    m.headers_named(b"content-type")
+        .next()
         .is_some_and(|h| h.decoded.get(..9).is_some_and(|p| p.eq_ignore_ascii_case(b"text/html")))
 }
 
@@ -241,7 +241,7 @@ impl MimeFacts {
         let mut alternatives = [0usize; 16];
         let mut open = 0usize;
         // `get_charset_from_ct_line($pms->get('Content-Type'))`: all Content-Type fields joined.
-        if let Some(ct) = m.headers().find(|h| h.name.eq_ignore_ascii_case(b"content-type") && ct_line_charset(h.decoded).is_some()) {
+        if let Some(ct) = m.headers_named(b"content-type").find(|h| ct_line_charset(h.decoded).is_some()) {
             f.caps_charset |= ct_line_charset(ct.decoded).is_some_and(is_caps_charset);
         }
         for part in m.parts() {
