@@ -6,14 +6,13 @@
 
 use alloc::vec::Vec;
 
-use aho_corasick::AhoCorasick;
 use regex_automata::dfa::Automaton;
 use regex_automata::{hybrid, Anchored, HalfMatch, Input};
 
 use crate::msg::{self, release_above, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
-use crate::rules::literal::RequiredByte;
+use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
 use crate::rules::unions::UNION_MEMBERS;
@@ -372,13 +371,13 @@ impl RuleSet {
         // The decoded header block: the `ALL` target and, with the raw block, the prefilter's haystack.
         message.decoded_header_block(all_headers);
         let epoch = lines.next_epoch();
-        if let Some(ac) = &self.header_prefilter {
+        if let Some(literals) = &self.header_prefilter {
             for hay in [message.header_block(), all_headers.as_slice()] {
-                for m in ac.find_overlapping_iter(hay) {
-                    if let Some(e) = lines.literal_epoch.get_mut(m.pattern().as_usize()) {
+                literals.for_each_hit(hay, |literal, _| {
+                    if let Some(e) = lines.literal_epoch.get_mut(literal) {
                         *e = epoch;
                     }
-                }
+                });
             }
         }
         probe.spent(Cost::Prefilter(RuleType::Header), started);
@@ -673,21 +672,20 @@ pub(crate) struct Engines<'s> {
 }
 
 /// Marks the literals of `ac` found in `text`, keeping each one's first and last position.
-fn find_literals(ac: &AhoCorasick, text: &[u8], s: &mut LineScratch<'_>) {
+fn find_literals(literals: &LiteralAutomaton, text: &[u8], s: &mut LineScratch<'_>) {
     s.literals_hit.clear();
     s.hit_pos.clear();
     s.hit_next.clear();
     s.hits_overflow = false;
-    for m in ac.find_overlapping_iter(text) {
-        let lit = m.pattern().as_usize();
-        let pos = m.start() as u32;
+    literals.for_each_hit(text, |lit, start| {
+        let pos = start as u32;
         let (Some(e), Some(first), Some(last), Some(head)) = (
             s.literal_epoch.get_mut(lit),
             s.literal_first.get_mut(lit),
             s.literal_last.get_mut(lit),
             s.literal_head.get_mut(lit),
         ) else {
-            continue;
+            return;
         };
         if *e != s.epoch {
             *e = s.epoch;
@@ -708,7 +706,7 @@ fn find_literals(ac: &AhoCorasick, text: &[u8], s: &mut LineScratch<'_>) {
         } else {
             s.hits_overflow = true;
         }
-    }
+    });
 }
 
 /// Marks no (further) hit in a literal's chain.
@@ -819,8 +817,8 @@ fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
 fn prefilter(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
     s.next_epoch();
     match &program.prefilter {
-        Some(ac) => {
-            find_literals(ac, text, s);
+        Some(literals) => {
+            find_literals(literals, text, s);
             gather_candidates(program, s);
         }
         None => s.candidates.clear(),

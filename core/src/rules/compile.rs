@@ -6,7 +6,6 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind};
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::prefilter::Prefilter;
@@ -22,6 +21,7 @@ use super::cache::{self, Cached, DfaCache, ProgramShelf};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
+use super::literal::LiteralAutomaton;
 use super::unions::{Union, UnionPlan};
 use super::perl;
 use super::{
@@ -29,7 +29,7 @@ use super::{
 };
 use crate::score::Score;
 
-/// Largest Aho-Corasick DFA a target's prefilter may use; beyond, the automatic choice.
+/// Largest Aho-Corasick DFA a target's prefilter may use; beyond, its contiguous NFA.
 const PREFILTER_DFA_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Largest dense DFA built for one pattern; larger ones run as a lazy DFA.
@@ -266,7 +266,7 @@ pub(crate) struct CompiledPattern {
 #[derive(Default)]
 pub(crate) struct TargetProgram {
     pub(crate) patterns: Vec<CompiledPattern>,
-    pub(crate) prefilter: Option<AhoCorasick>,
+    pub(crate) prefilter: Option<LiteralAutomaton>,
     /// Literal id → pattern indices it makes candidates.
     pub(crate) literal_patterns: Vec<Vec<u32>>,
     /// Pattern index → its literal ids (empty for unfiltered patterns).
@@ -374,7 +374,7 @@ pub struct RuleSet {
     pub(crate) header_targets: Vec<HeaderTarget>,
     /// Header checks, grouped by target.
     pub(crate) headers: Vec<HeaderCheck>,
-    pub(crate) header_prefilter: Option<AhoCorasick>,
+    pub(crate) header_prefilter: Option<LiteralAutomaton>,
     pub(crate) header_literal_count: usize,
     pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
     pub(crate) metas: Vec<MetaProgram>,
@@ -757,28 +757,18 @@ impl LiteralTable {
         states.saturating_mul(classes.next_power_of_two()).saturating_mul(4)
     }
 
-    pub(crate) fn automaton(&self) -> Result<Option<AhoCorasick>, CompileError> {
+    pub(crate) fn automaton(&self) -> Result<Option<LiteralAutomaton>, CompileError> {
         if self.literals.is_empty() {
             return Ok(None);
         }
-        let build = |kind| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(AcMatchKind::Standard)
-                .kind(kind)
-                .build(&self.literals)
-                .map_err(|e| CompileError::Prefilter(e.to_string()))
-        };
-        // A DFA scans about twice as fast as the automatic choice (an NFA for sets
-        // this large); it is shared by every child, but kept within a bound.
-        // A table whose DFA would be far over the bound goes straight to the NFA: the
-        // stock body table's 19 MB DFA took 50 ms to build and throw away.
-        if self.dfa_estimate() > PREFILTER_DFA_LIMIT * 2 {
-            return build(None).map(Some);
-        }
-        match build(Some(AhoCorasickKind::DFA)) {
-            Ok(dfa) if dfa.memory_usage() <= PREFILTER_DFA_LIMIT => Ok(Some(dfa)),
-            _ => build(None).map(Some),
+        // A DFA scans about twice as fast as the NFA; it is shared by every child, but
+        // kept within a bound. A table whose DFA would be far over the bound goes
+        // straight to the NFA: the stock body table's 19 MB DFA took 50 ms to build and
+        // throw away.
+        let dfa = (self.dfa_estimate() <= PREFILTER_DFA_LIMIT * 2).then(|| LiteralAutomaton::dfa(&self.literals, PREFILTER_DFA_LIMIT));
+        match dfa.flatten() {
+            Some(dfa) => Ok(Some(dfa)),
+            None => LiteralAutomaton::nfa(&self.literals).map(Some).map_err(|e| CompileError::Prefilter(e.to_string())),
         }
     }
 }
@@ -1574,12 +1564,7 @@ mod tests {
             for lit in literals {
                 table.add(lit, 0);
             }
-            let real = AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&table.literals)
-                .expect("builds")
-                .memory_usage();
+            let real = LiteralAutomaton::dfa(&table.literals, usize::MAX).expect("builds").memory_usage();
             let estimate = table.dfa_estimate();
             assert!(estimate * 2 >= real && estimate <= real * 3, "{what}: estimate {estimate}, real {real}");
         }

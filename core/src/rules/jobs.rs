@@ -8,7 +8,7 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use aho_corasick::AhoCorasick;
+use super::literal::LiteralAutomaton;
 use regex_automata::util::prefilter::Prefilter;
 
 use super::backtrack::Backtrack;
@@ -35,7 +35,7 @@ pub(super) enum Work<'a> {
     /// The unions of a target's unfiltered patterns, from their regexes.
     Unions { sources: &'a [Option<String>], built: Option<Vec<Group>> },
     /// A target's Aho-Corasick prefilter.
-    Table { table: &'a LiteralTable, built: Option<Result<Option<AhoCorasick>, CompileError>> },
+    Table { table: &'a LiteralTable, built: Option<Result<Option<LiteralAutomaton>, CompileError>> },
     /// What the eval tests need from the configuration; their fixed patterns' programs
     /// come from `shelf` when a compile cache lent it.
     Evals { config: &'a Config, shelf: ProgramShelf, built: Option<Box<EvalData>> },
@@ -101,7 +101,7 @@ impl Job<'_> {
     }
 
     /// The prefilter table this job built (built here if the batch skipped it).
-    pub(super) fn into_table(mut self) -> Result<Option<AhoCorasick>, CompileError> {
+    pub(super) fn into_table(mut self) -> Result<Option<LiteralAutomaton>, CompileError> {
         self.run();
         match self.0 {
             Work::Table { built: Some(table), .. } => table,

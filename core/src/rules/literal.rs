@@ -3,10 +3,79 @@
 //! prefilter; a rule whose literals never occur in a text cannot match it.
 
 use alloc::vec::Vec;
+use aho_corasick::automaton::Automaton;
+use aho_corasick::nfa::contiguous;
+use aho_corasick::{dfa, Anchored, BuildError, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
 
 use super::backtrack::ByteSet;
+
+/// A prefilter table's automaton over its literals, ASCII case ignored: a DFA when the
+/// table is small enough, else the contiguous NFA (shared by all processes either way).
+pub(crate) enum LiteralAutomaton {
+    Dfa(dfa::DFA),
+    Nfa(contiguous::NFA),
+}
+
+impl LiteralAutomaton {
+    /// The DFA of `literals`, or `None` when it would take more than `limit` bytes.
+    pub(crate) fn dfa(literals: &[Vec<u8>], limit: usize) -> Option<LiteralAutomaton> {
+        let built = dfa::Builder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(literals)
+            .ok()?;
+        (built.memory_usage() <= limit).then_some(LiteralAutomaton::Dfa(built))
+    }
+
+    /// The contiguous NFA of `literals`: slower than the DFA, far smaller.
+    pub(crate) fn nfa(literals: &[Vec<u8>]) -> Result<LiteralAutomaton, BuildError> {
+        contiguous::Builder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(literals)
+            .map(LiteralAutomaton::Nfa)
+    }
+
+    /// Calls `hit(literal, start)` for every occurrence of every literal in `text`,
+    /// overlapping ones too, in the order they end. One tight pass: the crate's
+    /// overlapping iterator returns to its caller at every hit and costs about twice
+    /// the instructions a byte.
+    pub(crate) fn for_each_hit(&self, text: &[u8], hit: impl FnMut(usize, usize)) {
+        match self {
+            LiteralAutomaton::Dfa(a) => hits(a, text, hit),
+            LiteralAutomaton::Nfa(a) => hits(a, text, hit),
+        }
+    }
+
+    /// Heap bytes of the automaton.
+    pub(crate) fn memory_usage(&self) -> usize {
+        match self {
+            LiteralAutomaton::Dfa(a) => a.memory_usage(),
+            LiteralAutomaton::Nfa(a) => a.memory_usage(),
+        }
+    }
+}
+
+fn hits<A: Automaton>(automaton: &A, text: &[u8], mut hit: impl FnMut(usize, usize)) {
+    let Ok(mut state) = automaton.start_state(Anchored::No) else { return };
+    for (at, &byte) in text.iter().enumerate() {
+        state = automaton.next_state(Anchored::No, state, byte);
+        if !automaton.is_special(state) {
+            continue;
+        }
+        if automaton.is_dead(state) {
+            return;
+        }
+        for i in 0..automaton.match_len(state) {
+            let literal = automaton.match_pattern(state, i);
+            hit(literal.as_usize(), (at + 1).saturating_sub(automaton.pattern_len(literal)));
+        }
+    }
+}
 
 /// Most alternatives a literal set may hold.
 const MAX_SET: usize = 24;
@@ -672,5 +741,34 @@ mod tests {
             let want = want.map(|w| w.iter().map(|s| String::from(*s)).collect::<alloc::vec::Vec<_>>());
             assert_eq!(lits(pattern), want, "{pattern}");
         }
+    }
+
+    #[test]
+    fn literal_hits_table() {
+        // (literals, text, every hit as (literal, start)) for both automata, in the
+        // order the hits end; the crate's own overlapping search agrees.
+        let cases: &[(&[&str], &str, &[(usize, usize)])] = &[
+            (&["abc", "bc", "c"], "xabcx", &[(0, 1), (1, 2), (2, 3)]),
+            (&["abc", "bc", "c"], "ABC abc", &[(0, 0), (1, 1), (2, 2), (0, 4), (1, 5), (2, 6)]),
+            (&["aa"], "aaaa", &[(0, 0), (0, 1), (0, 2)]),
+            (&["foo", "bar"], "no hits here", &[]),
+            (&["foo", "bar"], "", &[]),
+            (&["end"], "the end", &[(0, 4)]),
+            (&["Mixed"], "mIXED", &[(0, 0)]),
+        ];
+        for (literals, text, want) in cases {
+            let literals: Vec<Vec<u8>> = literals.iter().map(|l| l.as_bytes().to_vec()).collect();
+            let oracle = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&literals).expect("builds");
+            let theirs: Vec<(usize, usize)> = oracle.find_overlapping_iter(text.as_bytes()).map(|m| (m.pattern().as_usize(), m.start())).collect();
+            assert_eq!(&theirs, want, "{text:?}");
+            let automata = [LiteralAutomaton::dfa(&literals, usize::MAX), LiteralAutomaton::nfa(&literals).ok()];
+            for automaton in automata.iter().flatten() {
+                let mut got = Vec::new();
+                automaton.for_each_hit(text.as_bytes(), |literal, start| got.push((literal, start)));
+                assert_eq!(&got, want, "{text:?}");
+            }
+        }
+        // A DFA over the limit is refused.
+        assert!(LiteralAutomaton::dfa(&[b"abc".to_vec()], 10).is_none());
     }
 }
