@@ -44,6 +44,9 @@ impl Union {
             n => (1u64 << n) - 1,
         };
         let mut found = 0u64;
+        // Match states met before, by a few bits of their id, with what they report:
+        // a text that matches often enters the same few again and again.
+        let mut met = [(StateID::ZERO, 0u64); 8];
         let mut state = dfa.start_state_forward(&Input::new(text)).ok()?;
         let mut at = 0usize;
         while let Some(&byte) = text.get(at) {
@@ -53,8 +56,18 @@ impl Union {
                 continue;
             }
             if dfa.is_match_state(state) {
-                // A match state is entered one byte after the match ends.
-                found |= self.patterns_of(state, !found, at - 1, first_ends);
+                let slot = (state.as_usize() >> dfa.stride2()) % met.len();
+                found |= match met.get(slot) {
+                    Some(&(seen, bits)) if seen == state => bits,
+                    _ => {
+                        // A match state is entered one byte after the match ends.
+                        let bits = self.patterns_of(state, !found, at - 1, first_ends);
+                        if let Some(entry) = met.get_mut(slot) {
+                            *entry = (state, bits);
+                        }
+                        bits
+                    }
+                };
                 if found == all {
                     return Some(found);
                 }
