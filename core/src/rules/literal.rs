@@ -14,8 +14,8 @@ use super::backtrack::ByteSet;
 /// A prefilter table's automaton over its literals, ASCII case ignored: a DFA when the
 /// table is small enough, else the contiguous NFA (shared by all processes either way).
 pub(crate) enum LiteralAutomaton {
-    Dfa(dfa::DFA),
-    Nfa(contiguous::NFA),
+    Dfa(alloc::boxed::Box<dfa::DFA>),
+    Nfa(alloc::boxed::Box<contiguous::NFA>),
 }
 
 impl LiteralAutomaton {
@@ -27,7 +27,7 @@ impl LiteralAutomaton {
             .prefilter(false)
             .build(literals)
             .ok()?;
-        (built.memory_usage() <= limit).then_some(LiteralAutomaton::Dfa(built))
+        (built.memory_usage() <= limit).then(|| LiteralAutomaton::Dfa(alloc::boxed::Box::new(built)))
     }
 
     /// The contiguous NFA of `literals`: slower than the DFA, far smaller.
@@ -37,7 +37,7 @@ impl LiteralAutomaton {
             .match_kind(MatchKind::Standard)
             .prefilter(false)
             .build(literals)
-            .map(LiteralAutomaton::Nfa)
+            .map(|nfa| LiteralAutomaton::Nfa(alloc::boxed::Box::new(nfa)))
     }
 
     /// Calls `hit(literal, start)` for every occurrence of every literal in `text`,
@@ -46,8 +46,8 @@ impl LiteralAutomaton {
     /// the instructions a byte.
     pub(crate) fn for_each_hit(&self, text: &[u8], hit: impl FnMut(usize, usize)) {
         match self {
-            LiteralAutomaton::Dfa(a) => hits(a, text, hit),
-            LiteralAutomaton::Nfa(a) => hits(a, text, hit),
+            LiteralAutomaton::Dfa(a) => hits(&**a, text, hit),
+            LiteralAutomaton::Nfa(a) => hits(&**a, text, hit),
         }
     }
 
@@ -743,11 +743,14 @@ mod tests {
         }
     }
 
+    /// Literals, a text, every hit as (literal, start).
+    type HitCase<'a> = (&'a [&'a str], &'a str, &'a [(usize, usize)]);
+
     #[test]
     fn literal_hits_table() {
-        // (literals, text, every hit as (literal, start)) for both automata, in the
-        // order the hits end; the crate's own overlapping search agrees.
-        let cases: &[(&[&str], &str, &[(usize, usize)])] = &[
+        // Both automata report every hit in the order the hits end; the crate's own
+        // overlapping search agrees.
+        let cases: &[HitCase<'_>] = &[
             (&["abc", "bc", "c"], "xabcx", &[(0, 1), (1, 2), (2, 3)]),
             (&["abc", "bc", "c"], "ABC abc", &[(0, 0), (1, 1), (2, 2), (0, 4), (1, 5), (2, 6)]),
             (&["aa"], "aaaa", &[(0, 0), (0, 1), (0, 2)]),
