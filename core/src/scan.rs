@@ -671,7 +671,7 @@ pub(crate) struct Engines<'s> {
     backtrack: &'s mut BacktrackScratch,
 }
 
-/// Marks the literals of `ac` found in `text`, keeping each one's first and last position.
+/// Marks the `literals` found in `text`, keeping each one's first and last position.
 fn find_literals(literals: &LiteralAutomaton, text: &[u8], s: &mut LineScratch<'_>) {
     s.literals_hit.clear();
     s.hit_pos.clear();
