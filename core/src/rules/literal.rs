@@ -3,7 +3,7 @@
 //! prefilter; a rule whose literals never occur in a text cannot match it.
 
 use alloc::vec::Vec;
-use aho_corasick::automaton::Automaton;
+use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous;
 use aho_corasick::{dfa, Anchored, BuildError, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
@@ -62,19 +62,52 @@ impl LiteralAutomaton {
 
 fn hits<A: Automaton>(automaton: &A, text: &[u8], mut hit: impl FnMut(usize, usize)) {
     let Ok(mut state) = automaton.start_state(Anchored::No) else { return };
-    for (at, &byte) in text.iter().enumerate() {
-        state = automaton.next_state(Anchored::No, state, byte);
-        if !automaton.is_special(state) {
-            continue;
-        }
-        if automaton.is_dead(state) {
+    let mut at = 0usize;
+    loop {
+        let special;
+        (state, at, special) = to_special(automaton, state, text, at);
+        if !special || automaton.is_dead(state) {
             return;
         }
         for i in 0..automaton.match_len(state) {
             let literal = automaton.match_pattern(state, i);
-            hit(literal.as_usize(), (at + 1).saturating_sub(automaton.pattern_len(literal)));
+            hit(literal.as_usize(), at.saturating_sub(automaton.pattern_len(literal)));
         }
     }
+}
+
+/// Steps `automaton` from `state` over `text` from `at`, four bytes a round, until a
+/// special state: it, the position after its byte and true; or the state at the end
+/// and false.
+fn to_special<A: Automaton>(automaton: &A, mut state: StateID, text: &[u8], mut at: usize) -> (StateID, usize, bool) {
+    let next = |state, byte| automaton.next_state(Anchored::No, state, byte);
+    while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+        let s0 = next(state, b0);
+        if automaton.is_special(s0) {
+            return (s0, at + 1, true);
+        }
+        let s1 = next(s0, b1);
+        if automaton.is_special(s1) {
+            return (s1, at + 2, true);
+        }
+        let s2 = next(s1, b2);
+        if automaton.is_special(s2) {
+            return (s2, at + 3, true);
+        }
+        state = next(s2, b3);
+        at += 4;
+        if automaton.is_special(state) {
+            return (state, at, true);
+        }
+    }
+    while let Some(&byte) = text.get(at) {
+        state = next(state, byte);
+        at += 1;
+        if automaton.is_special(state) {
+            return (state, at, true);
+        }
+    }
+    (state, at, false)
 }
 
 /// Most alternatives a literal set may hold.

@@ -49,11 +49,11 @@ impl Union {
         let mut met = [(StateID::ZERO, 0u64); 8];
         let mut state = dfa.start_state_forward(&Input::new(text)).ok()?;
         let mut at = 0usize;
-        while let Some(&byte) = text.get(at) {
-            state = dfa.next_state(state, byte);
-            at += 1;
-            if !dfa.is_special_state(state) {
-                continue;
+        loop {
+            let special;
+            (state, at, special) = to_special(dfa, state, text, at);
+            if !special {
+                break;
             }
             if dfa.is_match_state(state) {
                 let slot = (state.as_usize() >> dfa.stride2()) % met.len();
@@ -103,6 +103,38 @@ impl Union {
         }
         bits
     }
+}
+
+/// Steps `dfa` from `state` over `text` from `at`, four bytes a round, until a special
+/// state: it, the position after its byte and true; or the state at the end and false.
+fn to_special(dfa: &dense::DFA<Vec<u32>>, mut state: StateID, text: &[u8], mut at: usize) -> (StateID, usize, bool) {
+    while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+        let s0 = dfa.next_state(state, b0);
+        if dfa.is_special_state(s0) {
+            return (s0, at + 1, true);
+        }
+        let s1 = dfa.next_state(s0, b1);
+        if dfa.is_special_state(s1) {
+            return (s1, at + 2, true);
+        }
+        let s2 = dfa.next_state(s1, b2);
+        if dfa.is_special_state(s2) {
+            return (s2, at + 3, true);
+        }
+        state = dfa.next_state(s2, b3);
+        at += 4;
+        if dfa.is_special_state(state) {
+            return (state, at, true);
+        }
+    }
+    while let Some(&byte) = text.get(at) {
+        state = dfa.next_state(state, byte);
+        at += 1;
+        if dfa.is_special_state(state) {
+            return (state, at, true);
+        }
+    }
+    (state, at, false)
 }
 
 /// Consecutive candidates, in grouping order: a union of `members` of them, or one
@@ -381,6 +413,13 @@ mod tests {
             (&["zq1", "zq2"], "aaaa zq2 bbb", 0b10, &[0, 8]),
             (&["zq1", "zq2"], "aaaa zq", 0, &[]),
             (&["zq1", "zq2"], "zzq1 zq2", 0b11, &[4, 8]),
+            // The match state entered at each place of a four-byte round (no skip: the
+            // start state leaves on four bytes).
+            (&["ab", "cd", "ef", "gh"], "ab........", 0b0001, &[2]),
+            (&["ab", "cd", "ef", "gh"], "xab.......", 0b0001, &[3]),
+            (&["ab", "cd", "ef", "gh"], "xxab......", 0b0001, &[4]),
+            (&["ab", "cd", "ef", "gh"], "xxxab.....", 0b0001, &[5]),
+            (&["ab", "cd", "ef", "gh"], "xxxab.gh..cd", 0b1011, &[5, 12, 0, 8]),
         ];
         for (sources, text, want, ends) in cases {
             let mut first_ends = [0u32; UNION_MEMBERS];
