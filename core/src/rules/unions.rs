@@ -107,6 +107,8 @@ impl Union {
 
 /// Steps `dfa` from `state` over `text` from `at`, four bytes a round, until a special
 /// state: it, the position after its byte and true; or the state at the end and false.
+/// The prefilter tables' `literal::to_special` is its twin over another crate's
+/// automaton: one generic over closures cost 4% more instructions in the scan.
 fn to_special(dfa: &dense::DFA<Vec<u32>>, mut state: StateID, text: &[u8], mut at: usize) -> (StateID, usize, bool) {
     while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
         let s0 = dfa.next_state(state, b0);
