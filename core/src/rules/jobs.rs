@@ -8,13 +8,13 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::literal::LiteralAutomaton;
 use regex_automata::util::prefilter::Prefilter;
 
 use super::backtrack::Backtrack;
 use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable};
 use super::eval::EvalData;
+use super::literal::LiteralAutomaton;
 use super::unions::{self, Group};
 use super::Config;
 
