@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
-use crate::rules::unions::UNION_MEMBERS;
+use crate::rules::unions::{UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -673,6 +673,16 @@ pub(crate) struct Engines<'s> {
     backtrack: &'s mut BacktrackScratch,
 }
 
+impl Engines<'_> {
+    /// Lazy DFA `i` with this scratch's cache for it (made on first use), marked as used
+    /// by this scan.
+    fn lazy(&mut self, i: usize) -> Option<(&hybrid::dfa::DFA, &mut hybrid::dfa::Cache)> {
+        let (dfa, slot) = (self.dfas.get(i)?, self.caches.get_mut(i)?);
+        slot.last_scan = self.scan;
+        Some((dfa, slot.cache.get_or_insert_with(|| dfa.create_cache())))
+    }
+}
+
 /// Marks the `literals` found in `text`, keeping each one's first and last position.
 fn find_literals(literals: &LiteralAutomaton, text: &[u8], s: &mut LineScratch<'_>) {
     s.literals_hit.clear();
@@ -867,7 +877,10 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     for union in &program.unions {
         let started = probe.now();
         let mut first_ends = [0u32; UNION_MEMBERS];
-        let found = union.finds(text, &mut first_ends);
+        let found = match &union.automaton {
+            UnionAutomaton::Dense(dfa) => union.finds(dfa, text, &mut first_ends),
+            UnionAutomaton::Lazy(i) => s.engines.lazy(*i).and_then(|(dfa, cache)| union.finds_lazy(dfa, cache, text, &mut first_ends)),
+        };
         probe.spent(Cost::Prefilter(target), started);
         for (bit, (&p, &first_end)) in union.members.iter().zip(first_ends.iter()).enumerate() {
             let bit = 1u64 << bit;
@@ -1035,13 +1048,7 @@ fn count_from(matcher: &Matcher, hay: &[u8], starts: &[u32], max: u32, engines: 
 fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Option<HalfMatch> {
     match matcher {
         Matcher::Dense(dfa) => dfa.try_search_fwd(input).ok().flatten(),
-        Matcher::Lazy(i) => match (engines.dfas.get(*i), engines.caches.get_mut(*i)) {
-            (Some(dfa), Some(slot)) => {
-                slot.last_scan = engines.scan;
-                dfa.try_search_fwd(slot.cache.get_or_insert_with(|| dfa.create_cache()), input).ok().flatten()
-            }
-            _ => None,
-        },
+        Matcher::Lazy(i) => engines.lazy(*i).and_then(|(dfa, cache)| dfa.try_search_fwd(cache, input).ok().flatten()),
         Matcher::Backtrack { .. } => None,
     }
 }
@@ -1245,6 +1252,58 @@ mod tests {
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);
+        }
+    }
+
+    #[test]
+    fn lazy_unions_table() {
+        // Unfiltered patterns whose DFAs are lazy (a byte 17 from the end: too many
+        // states for a dense one) are searched as a lazy union, with the same results:
+        // a plain one's hit decides it, a `multiple` one counts, a backtracking one asks
+        // its program.
+        let span = |class: &str| class.repeat(16);
+        let rules = alloc::format!(
+            "body L1 /[a-z]*[qx]{}[!?]/\nbody L2 /[0-9]*[57]{}[+=]/\nbody __L3 /[A-Z]*[JK]{}[;:]/\n\
+             tflags __L3 multiple\nmeta M __L3 == 3\nbody L4 /[a-z]*[qx]{}[.,](?!q)/\n",
+            span("[a-z]"),
+            span("[0-9]"),
+            span("[A-Z]"),
+            span("[a-z]")
+        );
+        let config = parse_str("test.cf", &rules).expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        let unions: Vec<(Vec<&str>, Vec<&str>)> = set
+            .body
+            .unions
+            .iter()
+            .map(|u| {
+                assert!(matches!(u.automaton, UnionAutomaton::Lazy(_)), "a lazy union");
+                let name = |&p: &u32| set.body.patterns.get(p as usize).map_or("", |c| set.rule_name(c.rule));
+                let decided = u.members.iter().enumerate().filter(|(bit, _)| u.decided >> bit & 1 == 1).map(|(_, p)| name(p));
+                let mut members: Vec<&str> = u.members.iter().map(name).collect();
+                members.sort_unstable();
+                (members, decided.collect())
+            })
+            .collect();
+        assert_eq!(unions.len(), 1, "{unions:?}");
+        assert_eq!(unions[0].0, ["L1", "L2", "L4", "__L3"]);
+        let mut decided = unions[0].1.clone();
+        decided.sort_unstable();
+        assert_eq!(decided, ["L1", "L2"]);
+        let run = |first: &str, last: char| alloc::format!("{first}{}{last}", "a".repeat(16));
+        let digits = alloc::format!("5{}+", "0".repeat(16));
+        let caps = alloc::format!("J{}:", "A".repeat(16));
+        let cases: &[(String, &[&str])] = &[
+            (alloc::format!("one {} here\n", run("q", '!')), &["L1"]),
+            (alloc::format!("{digits}\nthen {caps} {caps}\nand {caps}\n"), &["L2", "M"]),
+            // Searched again from the line of the first hit in the union, not after it.
+            (alloc::format!("{caps}\n{caps}\n{caps} {digits}\n"), &["L2", "M"]),
+            (alloc::format!("{}q\n{}\n", run("x", '.'), run("q", '?')), &["L1"]),
+            (alloc::format!("{}q\n{}x\n", run("x", '.'), run("q", ',')), &["L4"]),
+            (alloc::format!("q{}! {caps}\n", "a".repeat(15)), &[]),
+        ];
+        for (body, want) in cases {
+            assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules.as_str(), want)]);
         }
     }
 

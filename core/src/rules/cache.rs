@@ -23,7 +23,7 @@ use super::literal::{Required, RequiredByte};
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 8;
+const FORMAT: u32 = 9;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
@@ -38,6 +38,10 @@ const MAX_LIST: usize = 1 << 12;
 const ABSENT: u32 = u32::MAX;
 /// States in one kept NFA, at most.
 const MAX_NFA_STATES: usize = 1 << 22;
+/// The tag of a match state in an NFA image.
+const MATCH_STATE: u8 = 6;
+/// Patterns in one kept NFA, at most (a union's members).
+const MAX_NFA_PATTERNS: usize = 64;
 
 /// Identifies one pattern as compiled: what it is, how its lines are cut, which
 /// compiler built it.
@@ -568,17 +572,19 @@ pub(crate) fn key(parts: &[&[u8]]) -> Key {
     out
 }
 
-/// An NFA's states as bytes, for [`nfa_from_image`]: one pattern, no capture states
-/// (the lazy DFAs never need them); `None` for any other NFA.
+/// An NFA's states as bytes, for [`nfa_from_image`]: one pattern or a union's few, no
+/// capture states (the lazy DFAs never need them); `None` for any other NFA.
 fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
-    if nfa.pattern_len() != 1 || nfa.is_utf8() || nfa.is_reverse() {
+    if !(1..=MAX_NFA_PATTERNS).contains(&nfa.pattern_len()) || nfa.is_utf8() || nfa.is_reverse() {
         return None;
     }
     let mut out = Vec::with_capacity(nfa.states().len() * 8);
     let id = |s: StateID| s.as_u32().to_le_bytes();
-    let start = nfa.start_pattern(regex_automata::PatternID::ZERO)?;
-    for word in [nfa.states().len() as u32, nfa.start_anchored().as_u32(), nfa.start_unanchored().as_u32(), start.as_u32()] {
+    for word in [nfa.states().len() as u32, nfa.start_anchored().as_u32(), nfa.start_unanchored().as_u32(), nfa.pattern_len() as u32] {
         out.extend_from_slice(&word.to_le_bytes());
+    }
+    for pattern in nfa.patterns() {
+        out.extend_from_slice(&id(nfa.start_pattern(pattern)?));
     }
     for state in nfa.states() {
         match state {
@@ -613,7 +619,7 @@ fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
                 out.extend_from_slice(&id(*alt2));
             }
             State::Fail => out.push(5),
-            State::Match { .. } => out.push(6),
+            State::Match { .. } => out.push(MATCH_STATE),
             State::Dense(_) | State::Capture { .. } => return None,
         }
     }
@@ -621,24 +627,39 @@ fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
 }
 
 /// The NFA an image of [`nfa_image`] describes, rebuilt state for state; `None` when
-/// the image is not one (every state id is checked before the builder sees it).
+/// the image is not one (every state id is checked before the builder sees it). A
+/// pattern's states end with its match state, so each match closes its pattern and
+/// opens the next.
 fn nfa_from_image(image: &[u8]) -> Option<thompson::NFA> {
     let mut r = Reader { bytes: image, pos: 0 };
     let count = r.u32().ok()? as usize;
     if count == 0 || count > MAX_NFA_STATES {
         return None;
     }
-    let (anchored, unanchored, start) = (read_id(&mut r, count)?, read_id(&mut r, count)?, read_id(&mut r, count)?);
+    let (anchored, unanchored) = (read_id(&mut r, count)?, read_id(&mut r, count)?);
+    let patterns = read_many(&mut r, 1..=MAX_NFA_PATTERNS, |r| read_id(r, count))?;
     let mut b = thompson::Builder::new();
     b.set_utf8(false);
     b.start_pattern().ok()?;
+    let mut open = patterns.iter();
+    let mut start = open.next().copied();
     for _ in 0..count {
+        let is_match = r.bytes.get(r.pos) == Some(&MATCH_STATE);
+        if is_match && start.is_none() {
+            return None; // more match states than patterns
+        }
         read_state(&mut r, count, &mut b)?;
+        if let (true, Some(id)) = (is_match, start) {
+            b.finish_pattern(id).ok()?;
+            start = open.next().copied();
+            if start.is_some() {
+                b.start_pattern().ok()?;
+            }
+        }
     }
-    if r.pos != image.len() {
+    if r.pos != image.len() || start.is_some() {
         return None;
     }
-    b.finish_pattern(start).ok()?;
     let nfa = b.build(anchored, unanchored).ok()?;
     (nfa.states().len() == count).then_some(nfa)
 }
@@ -703,7 +724,7 @@ fn read_state(r: &mut Reader<'_>, count: usize, b: &mut thompson::Builder) -> Op
             b.add_union(alloc::vec![alt1, alt2])
         }
         5 => b.add_fail(),
-        6 => b.add_match(),
+        MATCH_STATE => b.add_match(),
         _ => return None,
     };
     added.ok()
@@ -830,7 +851,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x08\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x09\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -844,9 +865,9 @@ mod tests {
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
             (&image, Ok(3)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x08\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x07\0\0\0\0\0\0\0", Err(CacheError::Version(7))),
-            (b"SIFTDFA\0\x08\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x09\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x08\0\0\0\0\0\0\0", Err(CacheError::Version(8))),
+            (b"SIFTDFA\0\x09\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -941,6 +962,53 @@ mod tests {
             .expect("test pattern compiles")
     }
 
+    fn nfa_many(patterns: &[&str]) -> thompson::NFA {
+        thompson::Compiler::new()
+            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+            .configure(thompson::Config::new().utf8(false).shrink(false).which_captures(thompson::WhichCaptures::None))
+            .build_many(patterns)
+            .expect("test patterns compile")
+    }
+
+    #[test]
+    fn union_nfa_images_table() {
+        // A union's NFA comes back state for state, each pattern with its own start
+        // and its own matches.
+        let cases: &[(&[&str], &str, &[usize])] = &[
+            (&["abc", "x+y", "(?i)foo"], "zFOO abc", &[0, 2]),
+            (&["abc", "x+y", "(?i)foo"], "xxy", &[1]),
+            (&["abc", "x+y", "(?i)foo"], "ab", &[]),
+            (&["a", "b"], "b", &[1]),
+            (&["(?m)^q$", "q"], "aq\nq", &[0, 1]),
+        ];
+        for (patterns, hay, want) in cases {
+            let original = nfa_many(patterns);
+            let rebuilt = nfa_from_image(&nfa_image(&original).expect("image")).expect("rebuilt");
+            assert!(original.states() == rebuilt.states(), "{patterns:?}");
+            assert_eq!(rebuilt.pattern_len(), patterns.len(), "{patterns:?}");
+            for p in original.patterns() {
+                assert_eq!(rebuilt.start_pattern(p), original.start_pattern(p), "{patterns:?}");
+            }
+            let dfa = regex_automata::hybrid::dfa::Builder::new()
+                .configure(regex_automata::hybrid::dfa::Config::new().match_kind(regex_automata::MatchKind::All).starts_for_each_pattern(true))
+                .build_from_nfa(rebuilt)
+                .expect("lazy dfa");
+            let mut cache = dfa.create_cache();
+            let mut got = Vec::new();
+            for (i, _) in patterns.iter().enumerate() {
+                let input = regex_automata::Input::new(hay).anchored(regex_automata::Anchored::Pattern(regex_automata::PatternID::must(i)));
+                let mut found = false;
+                for start in 0..hay.len() {
+                    found |= dfa.try_search_fwd(&mut cache, &input.clone().range(start..)).expect("search").is_some();
+                }
+                if found {
+                    got.push(i);
+                }
+            }
+            assert_eq!(&got, want, "{patterns:?} in {hay:?}");
+        }
+    }
+
     #[test]
     fn nfa_images_table() {
         // Each NFA comes back state for state, and matches as before.
@@ -971,11 +1039,26 @@ mod tests {
         let mut bad_id = image.clone();
         bad_id[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         let mut bad_tag = image.clone();
-        bad_tag[16] = 9;
+        bad_tag[20] = 9;
+        // A union's image claiming a pattern fewer or more than its match states.
+        let union = nfa_image(&nfa_many(&["abc", "x+y"])).expect("image");
+        let with_patterns = |n: u32, starts: &[u32]| {
+            let mut v = union[..12].to_vec();
+            v.extend_from_slice(&n.to_le_bytes());
+            for s in starts {
+                v.extend_from_slice(&s.to_le_bytes());
+            }
+            v.extend_from_slice(&union[24..]);
+            v
+        };
+        let (start_0, start_1) = (u32::from_le_bytes(union[16..20].try_into().expect("4")), u32::from_le_bytes(union[20..24].try_into().expect("4")));
+        assert!(nfa_from_image(&with_patterns(2, &[start_0, start_1])).is_some(), "the image as written reads");
+        let one_pattern = with_patterns(1, &[start_0]);
+        let three_patterns = with_patterns(3, &[start_0, start_1, start_1]);
         // A hand-made two-state NFA: a sparse state (ranges as given) then a match.
         let sparse = |first: u8, second: u8| {
             let mut v = Vec::new();
-            for word in [2u32, 0, 0, 0] {
+            for word in [2u32, 0, 0, 1, 0] {
                 v.extend_from_slice(&word.to_le_bytes());
             }
             v.push(1);
@@ -997,6 +1080,8 @@ mod tests {
             ("start id out of range", &bad_id),
             ("unknown state tag", &bad_tag),
             ("no states", &[0; 16]),
+            ("more match states than patterns", &one_pattern),
+            ("fewer match states than patterns", &three_patterns),
         ];
         for (what, bytes) in damaged {
             assert!(nfa_from_image(bytes).is_none(), "{what}");

@@ -22,7 +22,7 @@ use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::literal::LiteralAutomaton;
-use super::unions::{Union, UnionPlan};
+use super::unions::{Union, UnionAutomaton, UnionKind, UnionPlan};
 use super::perl;
 use super::{
     literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
@@ -481,7 +481,7 @@ fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mu
             Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte })
         }
         Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, prefilter }) => {
-            Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?), required, required_byte })
+            Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?), required, required_byte })
         }
         Some(_) => Lookup::TooBig,
         None => Lookup::Unknown,
@@ -547,7 +547,7 @@ fn compile_matcher(
     };
     let matcher = match built {
         Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        None => Matcher::Lazy(build_lazy(nfa, prefilter, lazy)?),
+        None => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
     };
     Ok(Built { matcher, required, required_byte })
 }
@@ -678,15 +678,21 @@ fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool
 /// when it runs only on the lines that hold its literals: on the public corpus the
 /// four that overflowed a small one (`__FILL_THIS_FORM_LONG2`, `__PCT_FOR_YOU_3`, ...)
 /// were cleared 490 times a pass, a fifth of the scan's time spent rebuilding states.
-/// The worker's `--lazy-cache-mib` bounds them all together.
-fn build_lazy(nfa: thompson::NFA, prefilter: Option<Prefilter>, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<usize, DisabledReason> {
+/// The worker's `--lazy-cache-mib` bounds them all together. A union's reports every
+/// match of each member (`MatchKind::All`).
+pub(super) fn build_lazy(
+    nfa: thompson::NFA,
+    prefilter: Option<Prefilter>,
+    match_kind: MatchKind,
+    lazy: &mut Vec<hybrid::dfa::DFA>,
+) -> Result<usize, DisabledReason> {
     let capacity = if nfa.states().len() > BIG_NFA { BIG_LAZY_CACHE } else { LAZY_CACHE };
     let dfa = hybrid::dfa::Builder::new()
         .configure(
             hybrid::dfa::Config::new()
                 .specialize_start_states(prefilter.is_some())
                 .prefilter(prefilter)
-                .match_kind(MatchKind::LeftmostFirst)
+                .match_kind(match_kind)
                 .cache_capacity(capacity)
                 .skip_cache_capacity_check(true),
         )
@@ -853,14 +859,25 @@ impl RuleSet {
         }
 
         // The prefilter tables and the unions are built while the eval rules and the metas compile.
-        let plans = [&set.body, &set.rawbody, &set.uri].map(|program| UnionPlan::new(program, config, &set.program_relaxed, &mut dense));
+        let plans = [
+            (&set.body, UnionKind::Dense),
+            (&set.rawbody, UnionKind::Dense),
+            (&set.uri, UnionKind::Dense),
+            (&set.body, UnionKind::Lazy),
+            (&set.rawbody, UnionKind::Lazy),
+            (&set.uri, UnionKind::Lazy),
+        ]
+        .map(|(program, kind)| UnionPlan::new(program, kind, config, &set.program_relaxed, &set.lazy_dfas, &mut dense));
         let [t_body, t_raw, t_full, t_uri] = tables;
         // Longest first: unions a cache lacks, the header table's Aho-Corasick DFA, then the body's NFA.
-        let [p_body, p_raw, p_uri] = &plans;
+        let [p_body, p_raw, p_uri, l_body, l_raw, l_uri] = &plans;
         let mut jobs = [
-            Job(Work::Unions { sources: &p_body.sources, built: None }),
-            Job(Work::Unions { sources: &p_raw.sources, built: None }),
-            Job(Work::Unions { sources: &p_uri.sources, built: None }),
+            Job(Work::Unions { plan: p_body, built: None }),
+            Job(Work::Unions { plan: l_body, built: None }),
+            Job(Work::Unions { plan: p_raw, built: None }),
+            Job(Work::Unions { plan: p_uri, built: None }),
+            Job(Work::Unions { plan: l_raw, built: None }),
+            Job(Work::Unions { plan: l_uri, built: None }),
             Job(Work::Table { table: &header_table, built: None }),
             Job(Work::Table { table: &t_body, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
@@ -876,8 +893,8 @@ impl RuleSet {
             }
             set.compile_metas(config);
         });
-        let [u_body, u_raw, u_uri, header, body, uri, raw, full] = jobs;
-        let grouped = [u_body.into_unions(), u_raw.into_unions(), u_uri.into_unions()];
+        let [u_body, l_body, u_raw, u_uri, l_raw, l_uri, header, body, uri, raw, full] = jobs;
+        let grouped = [u_body, u_raw, u_uri, l_body, l_raw, l_uri].map(Job::into_unions);
         let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
         set.header_prefilter = header.into_table()?;
 
@@ -896,8 +913,14 @@ impl RuleSet {
             program.literal_patterns = table.users;
         }
         let max_hits: Vec<u32> = set.rules.iter().map(|r| r.max_hits).collect();
-        for ((program, plan), built) in [&mut set.body, &mut set.rawbody, &mut set.uri].into_iter().zip(plans).zip(grouped) {
-            plan.finish(program, built, &max_hits, &mut dense);
+        // The plans and their groups: the three targets' dense unions, then their lazy ones.
+        for (i, (plan, built)) in plans.into_iter().zip(grouped).enumerate() {
+            let program = match i % 3 {
+                0 => &mut set.body,
+                1 => &mut set.rawbody,
+                _ => &mut set.uri,
+            };
+            plan.finish(program, built, &max_hits, &mut set.lazy_dfas, &mut dense);
         }
         set.program_relaxed = Vec::new();
         set.header_literal_count = header_table.literals.len();
@@ -1390,7 +1413,13 @@ impl RuleSet {
             .iter()
             .map(|p| {
                 p.patterns.iter().map(|c| matcher(&c.matcher)).sum::<usize>()
-                    + p.unions.iter().map(|u| u.dfa.memory_usage()).sum::<usize>()
+                    + p.unions
+                        .iter()
+                        .map(|u| match &u.automaton {
+                            UnionAutomaton::Dense(dfa) => dfa.memory_usage(),
+                            UnionAutomaton::Lazy(_) => 0,
+                        })
+                        .sum::<usize>()
                     + p.prefilter.as_ref().map_or(0, |a| a.memory_usage())
             })
             .sum();
@@ -1540,7 +1569,6 @@ impl RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use regex_automata::dfa::Automaton;
     use crate::rules::cache::DfaCache;
     use crate::rules::jobs::{run_here, Job, Spread};
     use crate::rules::cf::parse_str;
@@ -1686,14 +1714,14 @@ mod tests {
         let edited = rules.replace("[A-Z]{3}!", "[A-Z]{4}!");
         let message = b"Subject: u\r\n\r\ncall 12-34 now\r\n 123 WOW! ok\r\n";
         let shape = |set: &RuleSet| {
-            let of = |t: &TargetProgram| t.unions.iter().map(|u| (u.members.clone(), u.decided, u.dfa.pattern_len())).collect::<Vec<_>>();
+            let of = |t: &TargetProgram| t.unions.iter().map(|u| (u.members.clone(), u.decided, matches!(u.automaton, UnionAutomaton::Dense(_)))).collect::<Vec<_>>();
             let mut scratch = Scratch::new(set);
             let hits: Vec<String> = set.scan(message, &mut scratch).hits().map(|h| String::from(h.name)).collect();
             (of(&set.body), of(&set.rawbody), hits)
         };
         let plain = shape(&RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile"));
-        assert_eq!(plain.0, [(alloc::vec![1, 0, 2], 0b111, 3)]);
-        assert_eq!(plain.1, [(alloc::vec![1, 0], 0b11, 2)]);
+        assert_eq!(plain.0, [(alloc::vec![1, 0, 2], 0b111, true)]);
+        assert_eq!(plain.1, [(alloc::vec![1, 0], 0b11, true)]);
         assert_eq!(plain.2, ["A", "B", "R"]);
         let linted = RuleSet::check(&parse_str("t.cf", rules).expect("parse")).expect("check");
         assert!(linted.body.unions.is_empty() && linted.rawbody.unions.is_empty());
@@ -1713,6 +1741,57 @@ mod tests {
                 assert_eq!(shape(&set), plain);
             } else {
                 assert_eq!(shape(&set).2, ["A", "R"]);
+            }
+        }
+    }
+
+    #[test]
+    fn cached_lazy_unions_table() {
+        // A lazy union's NFA comes from a warm cache as it was built; an edited member
+        // builds its union again.
+        let span = |class: &str| class.repeat(16);
+        let rules = alloc::format!(
+            "body L1 /[a-z]*[qx]{}[!?]/\nbody L2 /[0-9]*[57]{}[+=]/\nbody L3 /[A-Z]*[JK]{}[;:]/\n",
+            span("[a-z]"),
+            span("[0-9]"),
+            span("[A-Z]")
+        );
+        let edited = rules.replace("[57]", "[58]");
+        let message = alloc::format!("Subject: u\r\n\r\nsay q{}? and 7{}=\n", "z".repeat(16), "1".repeat(16));
+        let shape = |set: &RuleSet| {
+            let unions: Vec<(Vec<u32>, u64, usize)> = set
+                .body
+                .unions
+                .iter()
+                .filter_map(|u| match u.automaton {
+                    UnionAutomaton::Lazy(i) => Some((u.members.clone(), u.decided, set.lazy_dfas.get(i)?.get_nfa().pattern_len())),
+                    UnionAutomaton::Dense(_) => None,
+                })
+                .collect();
+            let mut scratch = Scratch::new(set);
+            let hits: Vec<String> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| String::from(h.name)).collect();
+            (unions, hits)
+        };
+        let plain = shape(&RuleSet::compile(&parse_str("t.cf", &rules).expect("parse")).expect("compile"));
+        assert_eq!(plain.0.len(), 1, "one lazy union");
+        assert_eq!((plain.0[0].1, plain.0[0].2), (0b111, 3));
+        assert_eq!(plain.1, ["L1", "L2"]);
+        let mut cache = DfaCache::new();
+        let evals = {
+            let mut empty = DfaCache::new();
+            RuleSet::compile_cached(&parse_str("t.cf", "").expect("parse"), &mut empty, &run_here).expect("compile");
+            empty.misses()
+        };
+        // (rules, misses: each pattern and the dense screen it tried, the union and the
+        // eval tests' programs at first; the edited pattern, its screen and its union after)
+        for (text, misses) in [(rules.as_str(), 7 + evals), (rules.as_str(), 0), (edited.as_str(), 3)] {
+            cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
+            let set = RuleSet::compile_cached(&parse_str("t.cf", text).expect("parse"), &mut cache, &run_here).expect("compile");
+            assert_eq!(cache.misses(), misses, "{text}");
+            if text == rules {
+                assert_eq!(shape(&set), plain);
+            } else {
+                assert_eq!(shape(&set).1, ["L1"]);
             }
         }
     }

@@ -5,7 +5,6 @@
 //! starts a thread.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use regex_automata::util::prefilter::Prefilter;
@@ -15,7 +14,7 @@ use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable};
 use super::eval::EvalData;
 use super::literal::LiteralAutomaton;
-use super::unions::{self, Group};
+use super::unions::{self, Group, UnionPlan};
 use super::Config;
 
 /// One piece of loading work. Running it fills in its result; the cache or compile that
@@ -32,8 +31,8 @@ pub(super) enum Work<'a> {
     /// A backtracking program read from its image into its cache entry; the inner
     /// `None`: it no longer reads.
     Backtrack { image: &'a [u8], ready: &'a mut Option<Option<Backtrack>> },
-    /// The unions of a target's unfiltered patterns, from their regexes.
-    Unions { sources: &'a [Option<String>], built: Option<Vec<Group>> },
+    /// The unions of one kind of a target's unfiltered patterns, from their regexes.
+    Unions { plan: &'a UnionPlan, built: Option<Vec<Group>> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<LiteralAutomaton>, CompileError>> },
     /// What the eval tests need from the configuration; their fixed patterns' programs
@@ -56,9 +55,9 @@ impl Job<'_> {
                     **ready = Some(Backtrack::read_image(image));
                 }
             }
-            Work::Unions { sources, built } => {
+            Work::Unions { plan, built } => {
                 if built.is_none() {
-                    *built = Some(unions::group(sources));
+                    *built = Some(unions::group(plan));
                 }
             }
             Work::Table { table, built } => {

@@ -1,18 +1,21 @@
 //! Unions of a line target's unfiltered patterns. A pattern without prefilter literals
 //! costs a DFA pass over every text of its target; a few of them with dense DFAs,
 //! determinized together, cost one pass that tells which of them can match, and only
-//! those search again (or none, when the union's hit is the answer).
+//! those search again (or none, when the union's hit is the answer). Patterns whose
+//! DFAs are lazy form unions of their own, lazy DFAs of their NFAs together.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::hybrid::{self, LazyStateID};
+use regex_automata::nfa::thompson;
 use regex_automata::util::primitives::StateID;
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{line_local, nfa_compiler, parse_hir, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::{Config, RuleKind};
 
@@ -21,28 +24,49 @@ use super::{Config, RuleKind};
 const UNION_LIMIT: usize = 256 * 1024;
 /// Most patterns in one union: the bits of the mask its search fills.
 pub(crate) const UNION_MEMBERS: usize = 64;
+/// Most NFA states of the members of one lazy union. A bigger union saves more passes
+/// once its cache is warm, but each of its states joins more members' states, so a young
+/// worker (spamd's `--max-conn-per-child` is 200) builds more of them, each costlier:
+/// with the stock rules, unions up to 15,000 states took 13% off a warm scan's
+/// instructions and added 11% to a new worker's first 200 messages; up to 4,000, 10%
+/// off and 1% off.
+const LAZY_UNION_STATES: usize = 4_000;
 
-/// Unfiltered line patterns searched as one dense DFA.
+/// Which unfiltered patterns a union takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnionKind {
+    /// Those with a dense DFA (or dense screen): the union is a dense DFA.
+    Dense,
+    /// Those with a lazy DFA (or lazy screen): the union is a lazy DFA.
+    Lazy,
+}
+
+/// A union's automaton.
+pub(crate) enum UnionAutomaton {
+    /// Shared by all processes.
+    Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
+    /// The rule set's lazy DFA of this index, with a cache in each scratch.
+    Lazy(usize),
+}
+
+/// Unfiltered line patterns searched as one DFA.
 pub(crate) struct Union {
-    pub(crate) dfa: dense::DFA<Vec<u32>>,
+    pub(crate) automaton: UnionAutomaton,
     /// Pattern indices, by the union's pattern id.
     pub(crate) members: Vec<u32>,
-    /// Members, by bit, whose hit in the union is their result: a dense DFA of the same
-    /// regex counting one match at most. The others search again when found.
+    /// Members, by bit, whose hit in the union is their result: a DFA of the same regex
+    /// (not a screen) counting one match at most. The others search again when found.
     pub(crate) decided: u64,
 }
 
 impl Union {
     /// The members with a match in `text`, as bits by pattern id, and in `first_ends`
     /// by pattern id where the first match of each found one ends; `None` when the
-    /// search failed and every member must search itself. One pass over the text, which
-    /// stops once every member is found and skips with memchr where a state lets it.
-    pub(crate) fn finds(&self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
-        let dfa = &self.dfa;
-        let all = match self.members.len() {
-            n if n >= 64 => u64::MAX,
-            n => (1u64 << n) - 1,
-        };
+    /// search failed and every member must search itself. One pass of the union's dense
+    /// `dfa` over the text, which stops once every member is found and skips with memchr
+    /// where a state lets it.
+    pub(crate) fn finds(&self, dfa: &dense::DFA<Vec<u32>>, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+        let all = self.all();
         let mut found = 0u64;
         // Match states met before, by a few bits of their id, with what they report:
         // a text that matches often enters the same few again and again.
@@ -61,7 +85,7 @@ impl Union {
                     Some(&(seen, bits)) if seen == state => bits,
                     _ => {
                         // A match state is entered one byte after the match ends.
-                        let bits = self.patterns_of(state, !found, at - 1, first_ends);
+                        let bits = self.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !found, at - 1, first_ends);
                         if let Some(entry) = met.get_mut(slot) {
                             *entry = (state, bits);
                         }
@@ -84,17 +108,81 @@ impl Union {
         }
         state = dfa.next_eoi_state(state);
         if dfa.is_match_state(state) {
-            found |= self.patterns_of(state, !found, text.len(), first_ends);
+            found |= self.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !found, text.len(), first_ends);
         }
         Some(found)
     }
 
-    /// The patterns match state `state` reports, as bits; those also in `new` get
-    /// `end` in `first_ends`.
-    fn patterns_of(&self, state: StateID, new: u64, end: usize, first_ends: &mut [u32; UNION_MEMBERS]) -> u64 {
+    /// [`Union::finds`] of a lazy union, with this worker's cache of its DFA: one pass
+    /// that stops once every member is found.
+    pub(crate) fn finds_lazy(
+        &self,
+        dfa: &hybrid::dfa::DFA,
+        cache: &mut hybrid::dfa::Cache,
+        text: &[u8],
+        first_ends: &mut [u32; UNION_MEMBERS],
+    ) -> Option<u64> {
+        let all = self.all();
+        let mut found = 0u64;
+        let mut state = dfa.start_state_forward(cache, &Input::new(text)).ok()?;
+        let mut at = 0usize;
+        loop {
+            // A tagged state (a match) takes its next step through the checked path.
+            if state.is_tagged() {
+                let Some(&byte) = text.get(at) else { break };
+                state = dfa.next_state(cache, state, byte).ok()?;
+                at += 1;
+            } else {
+                let (before, next, after) = to_tagged(dfa, cache, state, text, at);
+                at = after;
+                state = match next {
+                    None => {
+                        state = before;
+                        break;
+                    }
+                    // Not built yet: built now from the state before it and its byte.
+                    Some(next) if next.is_unknown() => dfa.next_state(cache, before, *text.get(at - 1)?).ok()?,
+                    Some(next) => next,
+                };
+            }
+            if !state.is_tagged() {
+                continue;
+            }
+            if state.is_match() {
+                // A match state is entered one byte after the match ends.
+                let cache = &*cache;
+                found |= self.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !found, at - 1, first_ends);
+                if found == all {
+                    return Some(found);
+                }
+            } else if state.is_dead() {
+                return Some(found);
+            } else if state.is_quit() {
+                return None;
+            }
+        }
+        state = dfa.next_eoi_state(cache, state).ok()?;
+        if state.is_match() {
+            let cache = &*cache;
+            found |= self.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !found, text.len(), first_ends);
+        }
+        Some(found)
+    }
+
+    /// Every member's bit.
+    fn all(&self) -> u64 {
+        match self.members.len() {
+            n if n >= 64 => u64::MAX,
+            n => (1u64 << n) - 1,
+        }
+    }
+
+    /// The `len` patterns a match state reports (`pattern(i)`), as bits; those also in
+    /// `new` get `end` in `first_ends`.
+    fn patterns_of(&self, len: usize, pattern: impl Fn(usize) -> usize, new: u64, end: usize, first_ends: &mut [u32; UNION_MEMBERS]) -> u64 {
         let mut bits = 0u64;
-        for i in 0..self.dfa.match_len(state) {
-            let id = self.dfa.match_pattern(state, i).as_usize();
+        for i in 0..len {
+            let id = pattern(i);
             let bit = 1u64.checked_shl(id as u32).unwrap_or(0);
             if let (true, Some(slot)) = (new & bit != 0, first_ends.get_mut(id)) {
                 *slot = u32::try_from(end).unwrap_or(u32::MAX);
@@ -139,57 +227,127 @@ fn to_special(dfa: &dense::DFA<Vec<u32>>, mut state: StateID, text: &[u8], mut a
     (state, at, false)
 }
 
-/// Consecutive candidates, in grouping order: a union of `members` of them, or one
-/// that stays alone (`dfa` none).
-pub(super) struct Group {
-    members: usize,
-    dfa: Option<dense::DFA<Vec<u32>>>,
+/// Steps lazy `dfa` from untagged `state` over `text` from `at`, four bytes a round,
+/// while its states stay untagged (built, neither match, dead nor quit): the last
+/// untagged state, the tagged one after it and the place after its byte; or the state
+/// at the end, none, and the end. [`to_special`]'s twin for a lazy DFA.
+fn to_tagged(
+    dfa: &hybrid::dfa::DFA,
+    cache: &hybrid::dfa::Cache,
+    mut state: LazyStateID,
+    text: &[u8],
+    mut at: usize,
+) -> (LazyStateID, Option<LazyStateID>, usize) {
+    while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+        let s0 = dfa.next_state_untagged(cache, state, b0);
+        if s0.is_tagged() {
+            return (state, Some(s0), at + 1);
+        }
+        let s1 = dfa.next_state_untagged(cache, s0, b1);
+        if s1.is_tagged() {
+            return (s0, Some(s1), at + 2);
+        }
+        let s2 = dfa.next_state_untagged(cache, s1, b2);
+        if s2.is_tagged() {
+            return (s1, Some(s2), at + 3);
+        }
+        let s3 = dfa.next_state_untagged(cache, s2, b3);
+        if s3.is_tagged() {
+            return (s2, Some(s3), at + 4);
+        }
+        state = s3;
+        at += 4;
+    }
+    while let Some(&byte) = text.get(at) {
+        let next = dfa.next_state_untagged(cache, state, byte);
+        at += 1;
+        if next.is_tagged() {
+            return (state, Some(next), at);
+        }
+        state = next;
+    }
+    (state, None, at)
 }
 
-/// The unions of one target, between the rule loop and the end of a compile: the
-/// groups a cache knew, and the regexes of the candidates left to group.
-#[derive(Default)]
+/// Consecutive candidates, in grouping order: a union of `members` of them, or one
+/// that stays alone (`automaton` none).
+pub(super) struct Group {
+    members: usize,
+    automaton: Option<Grouped>,
+}
+
+/// A group's automaton as grouping builds it (and a cache keeps it).
+pub(super) enum Grouped {
+    Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
+    /// The members' NFAs together, which a lazy DFA runs.
+    Lazy(thompson::NFA),
+}
+
+impl Grouped {
+    fn pattern_len(&self) -> usize {
+        match self {
+            Grouped::Dense(dfa) => dfa.pattern_len(),
+            Grouped::Lazy(nfa) => nfa.pattern_len(),
+        }
+    }
+}
+
+/// The unions of one kind of one target, between the rule loop and the end of a
+/// compile: the groups a cache knew, and the regexes of the candidates left to group.
 pub(crate) struct UnionPlan {
-    /// Unfiltered patterns with a dense DFA (or dense screen), smallest first.
+    kind: UnionKind,
+    /// Unfiltered patterns with a DFA (or screen) of this kind, smallest first.
     candidates: Vec<u32>,
     /// The cache's name for this list of candidates; none without a cache.
     list: Option<cache::Key>,
     known: Vec<Group>,
     /// Regexes of the candidates after those `known` covers (none: it has none, and
     /// stays alone).
-    pub(super) sources: Vec<Option<String>>,
+    sources: Vec<Option<String>>,
+    /// Their automata's sizes: dense DFA bytes, or NFA states.
+    sizes: Vec<usize>,
 }
 
 impl UnionPlan {
-    /// The plan for `program`'s unfiltered patterns; `relaxed`: each backtracking
-    /// program's relaxed regex, by program index. A cache's groups are taken as they
-    /// are; what it lacks is grouped again by [`group`] (a job).
-    pub(super) fn new(program: &TargetProgram, config: &Config, relaxed: &[String], dense: &mut Dense<'_>) -> UnionPlan {
+    /// The plan for `program`'s unfiltered patterns of `kind`; `relaxed`: each
+    /// backtracking program's relaxed regex, by program index; `lazy`: the rule set's
+    /// lazy DFAs. A cache's groups are taken as they are; what it lacks is grouped
+    /// again by [`group`] (a job).
+    pub(super) fn new(
+        program: &TargetProgram,
+        kind: UnionKind,
+        config: &Config,
+        relaxed: &[String],
+        lazy: &[hybrid::dfa::DFA],
+        dense: &mut Dense<'_>,
+    ) -> UnionPlan {
+        let mut plan = UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
         if matches!(dense, Dense::Skip) {
-            return UnionPlan::default();
+            return plan;
         }
         let mut candidates: Vec<(usize, u32)> = program
             .unfiltered
             .iter()
             .filter_map(|&p| {
-                let bytes = match &program.patterns.get(p as usize)?.matcher {
-                    Matcher::Dense(dfa) => dfa.memory_usage(),
-                    Matcher::Backtrack { relaxed, .. } => match &**relaxed {
-                        Matcher::Dense(dfa) => dfa.memory_usage(),
-                        _ => return None,
-                    },
-                    Matcher::Lazy(_) => return None,
+                let screen = match &program.patterns.get(p as usize)?.matcher {
+                    Matcher::Backtrack { relaxed, .. } => &**relaxed,
+                    m => m,
                 };
-                Some((bytes, p))
+                let size = match (kind, screen) {
+                    (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.memory_usage(),
+                    (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_nfa().states().len(),
+                    _ => return None,
+                };
+                Some((size, p))
             })
             .collect();
         if candidates.len() < 2 {
-            return UnionPlan::default();
+            return plan;
         }
         // Small automata first: more of them fit together.
         candidates.sort_unstable();
-        let candidates: Vec<u32> = candidates.into_iter().map(|(_, p)| p).collect();
-        let mut plan = UnionPlan { candidates, ..UnionPlan::default() };
+        let sizes: Vec<usize> = candidates.iter().map(|&(size, _)| size).collect();
+        plan.candidates = candidates.into_iter().map(|(_, p)| p).collect();
         if let Dense::Cached(cache) = dense {
             let mut named = Vec::new();
             for &p in &plan.candidates {
@@ -198,44 +356,58 @@ impl UnionPlan {
                 named.extend_from_slice(&(text.len() as u32).to_le_bytes());
                 named.extend_from_slice(text.as_bytes());
             }
-            let list = cache::key(&[
-                b"unions",
-                &named,
-                &UNION_LIMIT.to_le_bytes(),
-                &AUTOMATA_REVISION.to_le_bytes(),
-                env!("CARGO_PKG_VERSION").as_bytes(),
-            ]);
+            let (tag, limit) = match kind {
+                UnionKind::Dense => (&b"unions"[..], UNION_LIMIT),
+                UnionKind::Lazy => (&b"lazy unions"[..], LAZY_UNION_STATES),
+            };
+            let list = cache::key(&[tag, &named, &limit.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
             let mut covered = 0usize;
             while covered < plan.candidates.len() {
-                let group = match cache.get(&group_key(&list, plan.known.len())) {
-                    Some(Cached { dfa: Some(dfa), .. }) if dfa.pattern_len() >= 2 && covered + dfa.pattern_len() <= plan.candidates.len() => {
-                        Group { members: dfa.pattern_len(), dfa: Some(dfa) }
-                    }
-                    Some(Cached { dfa: None, .. }) => Group { members: 1, dfa: None },
+                let automaton = match cache.get(&group_key(&list, plan.known.len())) {
+                    Some(Cached { dfa: Some(dfa), .. }) if kind == UnionKind::Dense => Some(Grouped::Dense(alloc::boxed::Box::new(dfa))),
+                    Some(Cached { nfa: Some(nfa), .. }) if kind == UnionKind::Lazy => Some(Grouped::Lazy(nfa)),
+                    Some(Cached { dfa: None, nfa: None, .. }) => None,
                     _ => break,
                 };
-                covered += group.members;
-                plan.known.push(group);
+                let members = automaton.as_ref().map_or(1, Grouped::pattern_len);
+                if (automaton.is_some() && members < 2) || covered + members > plan.candidates.len() {
+                    break;
+                }
+                covered += members;
+                plan.known.push(Group { members, automaton });
             }
             plan.list = Some(list);
         }
         let covered: usize = plan.known.iter().map(|g| g.members).sum();
         let rest = plan.candidates.get(covered..).unwrap_or_default();
         plan.sources = rest.iter().map(|&p| regex_of(program, p, config, relaxed)).collect();
+        plan.sizes = sizes.get(covered..).unwrap_or_default().to_vec();
         plan
     }
 
     /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
     /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
-    /// each rule's, by rule id.
-    pub(super) fn finish(self, program: &mut TargetProgram, built: Vec<Group>, max_hits: &[u32], dense: &mut Dense<'_>) {
+    /// each rule's, by rule id; a lazy union's DFA joins `lazy`.
+    pub(super) fn finish(
+        self,
+        program: &mut TargetProgram,
+        built: Vec<Group>,
+        max_hits: &[u32],
+        lazy: &mut Vec<hybrid::dfa::DFA>,
+        dense: &mut Dense<'_>,
+    ) {
         if self.candidates.is_empty() {
             return;
         }
         let mut groups = self.known;
         for group in built {
             if let (Dense::Cached(cache), Some(list)) = (&mut *dense, &self.list) {
-                cache.put(group_key(list, groups.len()), group.dfa.as_ref(), None, None, None, None);
+                let (dfa, nfa) = match &group.automaton {
+                    Some(Grouped::Dense(dfa)) => (Some(&**dfa), None),
+                    Some(Grouped::Lazy(nfa)) => (None, Some(nfa)),
+                    None => (None, None),
+                };
+                cache.put(group_key(list, groups.len()), dfa, nfa, None, None, None);
             }
             groups.push(group);
         }
@@ -244,22 +416,30 @@ impl UnionPlan {
         for group in groups {
             let Some((members, after)) = rest.split_at_checked(group.members) else { break };
             rest = after;
-            match group.dfa {
-                Some(dfa) if members.len() >= 2 && dfa.pattern_len() == members.len() => {
-                    let mut decided = 0u64;
-                    for (bit, &p) in members.iter().enumerate() {
-                        let exact = program
-                            .patterns
-                            .get(p as usize)
-                            .is_some_and(|c| matches!(c.matcher, Matcher::Dense(_)) && max_hits.get(c.rule as usize) == Some(&1));
-                        if exact {
-                            decided |= 1u64.checked_shl(bit as u32).unwrap_or(0);
-                        }
-                    }
-                    program.unions.push(Union { dfa, members: members.to_vec(), decided });
+            let automaton = match group.automaton {
+                Some(built) if members.len() >= 2 && built.pattern_len() == members.len() => match built {
+                    Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
+                    Grouped::Lazy(nfa) => build_lazy(nfa, None, MatchKind::All, lazy).ok().map(UnionAutomaton::Lazy),
+                },
+                _ => None,
+            };
+            let Some(automaton) = automaton else {
+                alone.extend_from_slice(members);
+                continue;
+            };
+            // A member whose automaton is its exact regex, counting one match at most,
+            // takes the union's hit as its result.
+            let mut decided = 0u64;
+            for (bit, &p) in members.iter().enumerate() {
+                let exact = program
+                    .patterns
+                    .get(p as usize)
+                    .is_some_and(|c| !matches!(c.matcher, Matcher::Backtrack { .. }) && max_hits.get(c.rule as usize) == Some(&1));
+                if exact {
+                    decided |= 1u64.checked_shl(bit as u32).unwrap_or(0);
                 }
-                _ => alone.extend_from_slice(members),
             }
+            program.unions.push(Union { automaton, members: members.to_vec(), decided });
         }
         alone.extend_from_slice(rest);
         alone.sort_unstable();
@@ -272,8 +452,8 @@ fn group_key(list: &cache::Key, index: usize) -> cache::Key {
     cache::key(&[b"union", list, &(index as u32).to_le_bytes()])
 }
 
-/// What names pattern `p`'s automaton in a union's key: its rule's Perl text for a
-/// dense DFA (a warm start translates nothing), the relaxed regex for a screen.
+/// What names pattern `p`'s automaton in a union's key: its rule's Perl text for an
+/// exact DFA (a warm start translates nothing), the relaxed regex for a screen.
 fn identity<'c>(program: &TargetProgram, p: u32, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
     let Some(compiled) = program.patterns.get(p as usize) else { return (0, "") };
     match &compiled.matcher {
@@ -289,7 +469,7 @@ fn perl_pattern(config: &Config, rule: u32) -> Option<&super::Pattern> {
     }
 }
 
-/// The regex pattern `p`'s dense DFA was built from.
+/// The regex pattern `p`'s DFA was built from.
 fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]) -> Option<String> {
     let compiled = program.patterns.get(p as usize)?;
     match &compiled.matcher {
@@ -298,17 +478,25 @@ fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]
     }
 }
 
-/// Groups `sources` greedily, in order, into unions under [`UNION_LIMIT`]: (members,
-/// union DFA), none for a regex that fits with no neighbour (or is missing or does not
+/// Groups a plan's sources greedily, in order, into unions of its kind: (members,
+/// automaton), none for a regex that fits with no neighbour (or is missing or does not
 /// parse).
-pub(super) fn group(sources: &[Option<String>]) -> Vec<Group> {
+pub(super) fn group(plan: &UnionPlan) -> Vec<Group> {
+    match plan.kind {
+        UnionKind::Dense => group_dense(&plan.sources),
+        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes),
+    }
+}
+
+/// Dense unions, each under [`UNION_LIMIT`].
+fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
     for source in sources {
         let Some(Ok(hir)) = source.as_deref().map(parse_hir) else {
             close(&mut groups, &mut current, fitting.take());
-            groups.push(Group { members: 1, dfa: None });
+            groups.push(Group { members: 1, automaton: None });
             continue;
         };
         current.push(line_local(&hir, 0));
@@ -316,7 +504,7 @@ pub(super) fn group(sources: &[Option<String>]) -> Vec<Group> {
             continue;
         }
         match (current.len() <= UNION_MEMBERS).then(|| build(&current)).flatten() {
-            Some(dfa) => fitting = Some(dfa),
+            Some(dfa) => fitting = Some(Grouped::Dense(alloc::boxed::Box::new(dfa))),
             None => {
                 // The group before this regex is closed; this one starts the next.
                 let last = current.pop();
@@ -329,12 +517,40 @@ pub(super) fn group(sources: &[Option<String>]) -> Vec<Group> {
     groups
 }
 
+/// Lazy unions, each of at most [`LAZY_UNION_STATES`] NFA states (`sizes`: each
+/// source's) unless one pattern alone has more.
+fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
+    let mut groups = Vec::new();
+    let mut current: Vec<Hir> = Vec::new();
+    let mut states = 0usize;
+    let close_lazy = |groups: &mut Vec<Group>, current: &mut Vec<Hir>| {
+        let nfa = (current.len() >= 2).then(|| nfa_compiler().build_many_from_hir(current).ok()).flatten();
+        close(groups, current, nfa.map(Grouped::Lazy));
+    };
+    for (source, &size) in sources.iter().zip(sizes) {
+        let Some(Ok(hir)) = source.as_deref().map(parse_hir) else {
+            close_lazy(&mut groups, &mut current);
+            states = 0;
+            groups.push(Group { members: 1, automaton: None });
+            continue;
+        };
+        if !current.is_empty() && (states + size > LAZY_UNION_STATES || current.len() >= UNION_MEMBERS) {
+            close_lazy(&mut groups, &mut current);
+            states = 0;
+        }
+        states += size;
+        current.push(line_local(&hir, 0));
+    }
+    close_lazy(&mut groups, &mut current);
+    groups
+}
+
 /// Ends the group `current`: a union, or one member alone.
-fn close(groups: &mut Vec<Group>, current: &mut Vec<Hir>, dfa: Option<dense::DFA<Vec<u32>>>) {
-    match (current.len(), dfa) {
+fn close(groups: &mut Vec<Group>, current: &mut Vec<Hir>, automaton: Option<Grouped>) {
+    match (current.len(), automaton) {
         (0, _) => {}
-        (n, Some(dfa)) if n >= 2 => groups.push(Group { members: n, dfa: Some(dfa) }),
-        (n, _) => groups.extend((0..n).map(|_| Group { members: 1, dfa: None })),
+        (n, Some(automaton)) if n >= 2 => groups.push(Group { members: n, automaton: Some(automaton) }),
+        (n, _) => groups.extend((0..n).map(|_| Group { members: 1, automaton: None })),
     }
     current.clear();
 }
@@ -366,29 +582,53 @@ mod tests {
         list.iter().map(|s| (*s != "-").then(|| s.to_string())).collect()
     }
 
+    /// A plan of `kind` left to group `sources` (NFA `sizes` for a lazy one).
+    fn plan(kind: UnionKind, sources: &[&str], sizes: &[usize]) -> UnionPlan {
+        UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
+    }
+
+    /// (kind, regexes, NFA sizes for lazy ones, members of each run: a union from 2 up, 1 alone)
+    type GroupCase<'a> = (UnionKind, &'a [&'a str], &'a [usize], &'a [usize]);
+
     #[test]
     fn group_table() {
         // Too big to share a union with anything under the limit.
         let big = r"(?:[a-z]{1,40}\s){30}x";
         let tiny: Vec<String> = (0..65).map(|i| alloc::format!("t{i}x")).collect();
         let tiny: Vec<&str> = tiny.iter().map(String::as_str).collect();
-        // (regexes, members of each run: a union from 2 up, 1 alone)
-        let cases: &[(&[&str], &[usize])] = &[
-            (&["a", "b", "c"], &[3]),
-            (&["a"], &[1]),
-            (&[], &[]),
-            (&["(", "a", "b"], &[1, 2]),
-            (&["a", "-", "b", "c"], &[1, 1, 2]),
-            (&["a", big, "b"], &[1, 1, 1]),
-            (&["a", "b", big, "c", "d"], &[2, 1, 2]),
-            (&tiny, &[64, 1]),
+        let ones = [1usize; 65];
+        let cap = LAZY_UNION_STATES;
+        let cases: &[GroupCase] = &[
+            (UnionKind::Dense, &["a", "b", "c"], &[], &[3]),
+            (UnionKind::Dense, &["a"], &[], &[1]),
+            (UnionKind::Dense, &[], &[], &[]),
+            (UnionKind::Dense, &["(", "a", "b"], &[], &[1, 2]),
+            (UnionKind::Dense, &["a", "-", "b", "c"], &[], &[1, 1, 2]),
+            (UnionKind::Dense, &["a", big, "b"], &[], &[1, 1, 1]),
+            (UnionKind::Dense, &["a", "b", big, "c", "d"], &[], &[2, 1, 2]),
+            (UnionKind::Dense, &tiny, &[], &[64, 1]),
+            // Lazy unions go by their members' NFA sizes, however big their DFAs.
+            (UnionKind::Lazy, &["a", "b", "c"], &[10, 10, 10], &[3]),
+            (UnionKind::Lazy, &["a", big, "b"], &[10, 10, 10], &[3]),
+            (UnionKind::Lazy, &["a", "b", "c"], &[cap - 10, 10, 10], &[2, 1]),
+            (UnionKind::Lazy, &["a", "b", "c"], &[cap - 10, 11, 10], &[1, 2]),
+            (UnionKind::Lazy, &["a", "b"], &[cap + 1, 1], &[1, 1]),
+            (UnionKind::Lazy, &["a", "(", "b", "c"], &[1, 1, 1, 1], &[1, 1, 2]),
+            (UnionKind::Lazy, &["a", "b", "-"], &[1, 1, 1], &[2, 1]),
+            (UnionKind::Lazy, &tiny, &ones, &[64, 1]),
         ];
-        for (sources, want) in cases {
-            let grouped = group(&regexes(sources));
+        for (kind, sources, sizes, want) in cases {
+            let grouped = group(&plan(*kind, sources, sizes));
             let got: Vec<usize> = grouped.iter().map(|g| g.members).collect();
-            assert_eq!(&got, want, "{sources:?}");
+            assert_eq!(&got, want, "{kind:?} {sources:?}");
             for g in &grouped {
-                assert_eq!(g.dfa.as_ref().map(|d| d.pattern_len()), (g.members > 1).then_some(g.members), "{sources:?}");
+                let of_kind = match &g.automaton {
+                    Some(Grouped::Dense(_)) => Some(UnionKind::Dense),
+                    Some(Grouped::Lazy(_)) => Some(UnionKind::Lazy),
+                    None => None,
+                };
+                assert_eq!(of_kind, (g.members > 1).then_some(*kind), "{kind:?} {sources:?}");
+                assert_eq!(g.automaton.as_ref().map(Grouped::pattern_len), (g.members > 1).then_some(g.members), "{sources:?}");
             }
         }
     }
@@ -396,10 +636,10 @@ mod tests {
     #[test]
     fn finds_table() {
         // Every match counts, also one inside another's, and each regex holds to one
-        // line as in the target it runs on.
-        let union = |sources: &[&str]| {
-            let Group { members, dfa } = group(&regexes(sources)).pop().expect("one group");
-            Union { dfa: dfa.expect("a union"), members: (0..members as u32).collect(), decided: 0 }
+        // line as in the target it runs on; dense and lazy unions alike.
+        let grouped = |kind: UnionKind, sources: &[&str]| {
+            let Group { members, automaton } = group(&plan(kind, sources, &alloc::vec![1; sources.len()])).pop().expect("one group");
+            (members, automaton.expect("a union"))
         };
         // (regexes, text, members found by bit, where each found one's first match ends)
         let cases: &[(&[&str], &str, u64, &[u32])] = &[
@@ -424,9 +664,63 @@ mod tests {
             (&["ab", "cd", "ef", "gh"], "xxxab.gh..cd", 0b1011, &[5, 12, 0, 8]),
         ];
         for (sources, text, want, ends) in cases {
-            let mut first_ends = [0u32; UNION_MEMBERS];
-            assert_eq!(union(sources).finds(text.as_bytes(), &mut first_ends), Some(*want), "{text:?}");
-            assert_eq!(first_ends.get(..ends.len()), Some(*ends), "{text:?}");
+            for kind in [UnionKind::Dense, UnionKind::Lazy] {
+                let (members, automaton) = grouped(kind, sources);
+                let members = (0..members as u32).collect();
+                let mut first_ends = [0u32; UNION_MEMBERS];
+                let found = match automaton {
+                    Grouped::Dense(dfa) => Union { automaton: UnionAutomaton::Lazy(0), members, decided: 0 }.finds(&dfa, text.as_bytes(), &mut first_ends),
+                    Grouped::Lazy(nfa) => {
+                        let mut lazy = Vec::new();
+                        let index = build_lazy(nfa, None, MatchKind::All, &mut lazy).expect("lazy dfa");
+                        let union = Union { automaton: UnionAutomaton::Lazy(index), members, decided: 0 };
+                        // A new cache builds states as it goes; a warm one steps four bytes a round.
+                        let mut cache = lazy[index].create_cache();
+                        let cold = union.finds_lazy(&lazy[index], &mut cache, text.as_bytes(), &mut first_ends);
+                        let mut warm_ends = [0u32; UNION_MEMBERS];
+                        let warm = union.finds_lazy(&lazy[index], &mut cache, text.as_bytes(), &mut warm_ends);
+                        assert_eq!((warm, warm_ends), (cold, first_ends), "{text:?} warm");
+                        cold
+                    }
+                };
+                assert_eq!(found, Some(*want), "{kind:?} {text:?}");
+                assert_eq!(first_ends.get(..ends.len()), Some(*ends), "{kind:?} {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lazy_finds_as_dense_table() {
+        // One lazy cache over many texts (states built in one text, met again in the
+        // next, new ones at any place of a round) finds what the dense union finds.
+        let sources: &[&[&str]] = &[&["ab", "b.a", "^ca", "a$", "bb+c"], &["a", "cc"], &[r"\.\.", "^b", "ab?c$"]];
+        for members in sources {
+            let mut dense = None;
+            let mut lazy = Vec::new();
+            for kind in [UnionKind::Dense, UnionKind::Lazy] {
+                match group(&plan(kind, members, &alloc::vec![1; members.len()])).pop().and_then(|g| g.automaton) {
+                    Some(Grouped::Dense(dfa)) => dense = Some(dfa),
+                    Some(Grouped::Lazy(nfa)) => {
+                        build_lazy(nfa, None, MatchKind::All, &mut lazy).expect("lazy dfa");
+                    }
+                    None => panic!("{members:?}: no union"),
+                }
+            }
+            let (dense, lazy) = (dense.expect("dense union"), lazy.pop().expect("lazy union"));
+            let union = Union { automaton: UnionAutomaton::Lazy(0), members: (0..members.len() as u32).collect(), decided: 0 };
+            let mut cache = lazy.create_cache();
+            let mut seed = 0x2545_f491u32;
+            for _ in 0..3000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let len = (seed % 24) as usize;
+                let text: Vec<u8> = (0..len).map(|i| b"abc.\n"[((seed >> (i % 27)) as usize + i * 7) % 5]).collect();
+                let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+                let want = union.finds(&dense, &text, &mut want_ends);
+                let got = union.finds_lazy(&lazy, &mut cache, &text, &mut got_ends);
+                assert_eq!((got, got_ends), (want, want_ends), "{members:?} {:?}", core::str::from_utf8(&text));
+            }
         }
     }
 }
