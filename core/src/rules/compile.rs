@@ -1725,24 +1725,31 @@ mod tests {
         assert_eq!(plain.2, ["A", "B", "R"]);
         let linted = RuleSet::check(&parse_str("t.cf", rules).expect("parse")).expect("check");
         assert!(linted.body.unions.is_empty() && linted.rawbody.unions.is_empty());
-        let mut cache = DfaCache::new();
         // (rules, misses: the five patterns, the two unions and the eval tests' programs
         // at first; the edited pattern and its union after)
+        let [cold, warm, after_edit] = compiles_through_one_cache([(rules, 7), (rules, 0), (&edited, 2)]);
+        assert_eq!((shape(&cold), shape(&warm)), (plain.clone(), plain));
+        assert_eq!(shape(&after_edit).2, ["A", "R"]);
+    }
+
+    /// Compiles each of `steps`' rules with one cache, written and read back between
+    /// compiles, checking how many automata each had to build (the eval tests' own
+    /// programs come on top of the first's).
+    fn compiles_through_one_cache<const N: usize>(steps: [(&str, usize); N]) -> [RuleSet; N] {
         let evals = {
             let mut empty = DfaCache::new();
             RuleSet::compile_cached(&parse_str("t.cf", "").expect("parse"), &mut empty, &run_here).expect("compile");
             empty.misses()
         };
-        for (text, misses) in [(rules, 7 + evals), (rules, 0), (edited.as_str(), 2)] {
+        let mut cache = DfaCache::new();
+        let mut first = true;
+        steps.map(|(text, misses)| {
             cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
             let set = RuleSet::compile_cached(&parse_str("t.cf", text).expect("parse"), &mut cache, &run_here).expect("compile");
-            assert_eq!(cache.misses(), misses, "{text}");
-            if text == rules {
-                assert_eq!(shape(&set), plain);
-            } else {
-                assert_eq!(shape(&set).2, ["A", "R"]);
-            }
-        }
+            assert_eq!(cache.misses(), misses + if first { evals } else { 0 }, "{text}");
+            first = false;
+            set
+        })
     }
 
     #[test]
@@ -1776,24 +1783,11 @@ mod tests {
         assert_eq!(plain.0.len(), 1, "one lazy union");
         assert_eq!((plain.0[0].1, plain.0[0].2), (0b111, 3));
         assert_eq!(plain.1, ["L1", "L2"]);
-        let mut cache = DfaCache::new();
-        let evals = {
-            let mut empty = DfaCache::new();
-            RuleSet::compile_cached(&parse_str("t.cf", "").expect("parse"), &mut empty, &run_here).expect("compile");
-            empty.misses()
-        };
-        // (rules, misses: each pattern and the dense screen it tried, the union and the
-        // eval tests' programs at first; the edited pattern, its screen and its union after)
-        for (text, misses) in [(rules.as_str(), 7 + evals), (rules.as_str(), 0), (edited.as_str(), 3)] {
-            cache = DfaCache::from_bytes(&cache.to_bytes()).expect("own image reads back");
-            let set = RuleSet::compile_cached(&parse_str("t.cf", text).expect("parse"), &mut cache, &run_here).expect("compile");
-            assert_eq!(cache.misses(), misses, "{text}");
-            if text == rules {
-                assert_eq!(shape(&set), plain);
-            } else {
-                assert_eq!(shape(&set).1, ["L1"]);
-            }
-        }
+        // (rules, misses: each pattern and the dense screen it tried and the union at
+        // first; the edited pattern, its screen and its union after)
+        let [cold, warm, after_edit] = compiles_through_one_cache([(&rules, 7), (&rules, 0), (&edited, 3)]);
+        assert_eq!((shape(&cold), shape(&warm)), (plain.clone(), plain));
+        assert_eq!(shape(&after_edit).1, ["L1"]);
     }
 
     /// A cached compile gives the same verdicts; a second one determinizes nothing, and
