@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
-use crate::rules::unions::{UnionAutomaton, UNION_MEMBERS};
+use crate::rules::unions::UNION_MEMBERS;
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -877,10 +877,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     for union in &program.unions {
         let started = probe.now();
         let mut first_ends = [0u32; UNION_MEMBERS];
-        let found = match &union.automaton {
-            UnionAutomaton::Dense(dfa) => union.finds(dfa, text, &mut first_ends),
-            UnionAutomaton::Lazy(i) => s.engines.lazy(*i).and_then(|(dfa, cache)| union.finds_lazy(dfa, cache, text, &mut first_ends)),
-        };
+        let found = union.finds(text, &mut first_ends, |i| s.engines.lazy(i));
         probe.spent(Cost::Prefilter(target), started);
         for (bit, (&p, &first_end)) in union.members.iter().zip(first_ends.iter()).enumerate() {
             let bit = 1u64 << bit;
@@ -1277,7 +1274,7 @@ mod tests {
             .unions
             .iter()
             .map(|u| {
-                assert!(matches!(u.automaton, UnionAutomaton::Lazy(_)), "a lazy union");
+                assert!(matches!(u.automaton, crate::rules::unions::UnionAutomaton::Lazy(_)), "a lazy union");
                 let name = |&p: &u32| set.body.patterns.get(p as usize).map_or("", |c| set.rule_name(c.rule));
                 let decided = u.members.iter().enumerate().filter(|(bit, _)| u.decided >> bit & 1 == 1).map(|(_, p)| name(p));
                 let mut members: Vec<&str> = u.members.iter().map(name).collect();

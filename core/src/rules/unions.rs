@@ -62,10 +62,26 @@ pub(crate) struct Union {
 impl Union {
     /// The members with a match in `text`, as bits by pattern id, and in `first_ends`
     /// by pattern id where the first match of each found one ends; `None` when the
-    /// search failed and every member must search itself. One pass of the union's dense
-    /// `dfa` over the text, which stops once every member is found and skips with memchr
-    /// where a state lets it.
-    pub(crate) fn finds(&self, dfa: &dense::DFA<Vec<u32>>, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+    /// search failed and every member must search itself. One pass over the text, which
+    /// stops once every member is found; a lazy union's DFA and this worker's cache for
+    /// it come from `lazy`, by the DFA's index.
+    pub(crate) fn finds<'e>(
+        &self,
+        text: &[u8],
+        first_ends: &mut [u32; UNION_MEMBERS],
+        lazy: impl FnOnce(usize) -> Option<(&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache)>,
+    ) -> Option<u64> {
+        match &self.automaton {
+            UnionAutomaton::Dense(dfa) => self.finds_dense(dfa, text, first_ends),
+            UnionAutomaton::Lazy(i) => {
+                let (dfa, cache) = lazy(*i)?;
+                self.finds_lazy(dfa, cache, text, first_ends)
+            }
+        }
+    }
+
+    /// [`Union::finds`] of a dense union: skips with memchr where a state lets it.
+    fn finds_dense(&self, dfa: &dense::DFA<Vec<u32>>, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
         let all = self.all();
         let mut found = 0u64;
         // Match states met before, by a few bits of their id, with what they report:
@@ -113,9 +129,8 @@ impl Union {
         Some(found)
     }
 
-    /// [`Union::finds`] of a lazy union, with this worker's cache of its DFA: one pass
-    /// that stops once every member is found.
-    pub(crate) fn finds_lazy(
+    /// [`Union::finds`] of a lazy union, with this worker's cache of its DFA.
+    fn finds_lazy(
         &self,
         dfa: &hybrid::dfa::DFA,
         cache: &mut hybrid::dfa::Cache,
@@ -669,16 +684,19 @@ mod tests {
                 let members = (0..members as u32).collect();
                 let mut first_ends = [0u32; UNION_MEMBERS];
                 let found = match automaton {
-                    Grouped::Dense(dfa) => Union { automaton: UnionAutomaton::Lazy(0), members, decided: 0 }.finds(&dfa, text.as_bytes(), &mut first_ends),
+                    Grouped::Dense(dfa) => {
+                        let union = Union { automaton: UnionAutomaton::Dense(dfa), members, decided: 0 };
+                        union.finds(text.as_bytes(), &mut first_ends, |_| None)
+                    }
                     Grouped::Lazy(nfa) => {
                         let mut lazy = Vec::new();
                         let index = build_lazy(nfa, None, MatchKind::All, &mut lazy).expect("lazy dfa");
                         let union = Union { automaton: UnionAutomaton::Lazy(index), members, decided: 0 };
                         // A new cache builds states as it goes; a warm one steps four bytes a round.
                         let mut cache = lazy[index].create_cache();
-                        let cold = union.finds_lazy(&lazy[index], &mut cache, text.as_bytes(), &mut first_ends);
+                        let cold = union.finds(text.as_bytes(), &mut first_ends, |i| Some((&lazy[i], &mut cache)));
                         let mut warm_ends = [0u32; UNION_MEMBERS];
-                        let warm = union.finds_lazy(&lazy[index], &mut cache, text.as_bytes(), &mut warm_ends);
+                        let warm = union.finds(text.as_bytes(), &mut warm_ends, |i| Some((&lazy[i], &mut cache)));
                         assert_eq!((warm, warm_ends), (cold, first_ends), "{text:?} warm");
                         cold
                     }
@@ -706,9 +724,10 @@ mod tests {
                     None => panic!("{members:?}: no union"),
                 }
             }
-            let (dense, lazy) = (dense.expect("dense union"), lazy.pop().expect("lazy union"));
-            let union = Union { automaton: UnionAutomaton::Lazy(0), members: (0..members.len() as u32).collect(), decided: 0 };
-            let mut cache = lazy.create_cache();
+            let ids: Vec<u32> = (0..members.len() as u32).collect();
+            let dense = Union { automaton: UnionAutomaton::Dense(dense.expect("dense union")), members: ids.clone(), decided: 0 };
+            let lazy_union = Union { automaton: UnionAutomaton::Lazy(0), members: ids, decided: 0 };
+            let mut cache = lazy.first().expect("lazy union").create_cache();
             let mut seed = 0x2545_f491u32;
             for _ in 0..3000 {
                 seed ^= seed << 13;
@@ -717,8 +736,8 @@ mod tests {
                 let len = (seed % 24) as usize;
                 let text: Vec<u8> = (0..len).map(|i| b"abc.\n"[((seed >> (i % 27)) as usize + i * 7) % 5]).collect();
                 let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                let want = union.finds(&dense, &text, &mut want_ends);
-                let got = union.finds_lazy(&lazy, &mut cache, &text, &mut got_ends);
+                let want = dense.finds(&text, &mut want_ends, |_| None);
+                let got = lazy_union.finds(&text, &mut got_ends, |i| Some((lazy.get(i)?, &mut cache)));
                 assert_eq!((got, got_ends), (want, want_ends), "{members:?} {:?}", core::str::from_utf8(&text));
             }
         }
