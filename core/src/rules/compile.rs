@@ -739,40 +739,13 @@ impl LiteralTable {
         id as u32
     }
 
-    /// About the bytes of this table's Aho-Corasick DFA: one row of four-byte
-    /// transitions per trie state (a distinct case-folded prefix), a column per byte class.
-    fn dfa_estimate(&self) -> usize {
-        let mut used = [false; 256];
-        let mut states = 1usize;
-        let mut previous: Vec<u8> = Vec::new();
-        let mut folded: Vec<Vec<u8>> = self.literals.iter().map(|l| l.to_ascii_lowercase()).collect();
-        folded.sort_unstable();
-        for lit in &folded {
-            let shared = lit.iter().zip(&previous).take_while(|(a, b)| a == b).count();
-            states += lit.len() - shared;
-            for &b in lit {
-                for c in [b, b.to_ascii_uppercase()] {
-                    if let Some(u) = used.get_mut(usize::from(c)) {
-                        *u = true;
-                    }
-                }
-            }
-            previous.clone_from(lit);
-        }
-        let classes = (2 * used.iter().filter(|&&u| u).count() + 1).min(256);
-        states.saturating_mul(classes.next_power_of_two()).saturating_mul(4)
-    }
-
     pub(crate) fn automaton(&self) -> Result<Option<LiteralAutomaton>, CompileError> {
         if self.literals.is_empty() {
             return Ok(None);
         }
         // A DFA scans about twice as fast as the NFA; it is shared by every child, but
-        // kept within a bound. A table whose DFA would be far over the bound goes
-        // straight to the NFA: the stock body table's 19 MB DFA took 50 ms to build and
-        // throw away.
-        let dfa = (self.dfa_estimate() <= PREFILTER_DFA_LIMIT * 2).then(|| LiteralAutomaton::dfa(&self.literals, PREFILTER_DFA_LIMIT));
-        match dfa.flatten() {
+        // kept within a bound (checked before it is built).
+        match LiteralAutomaton::dfa(&self.literals, PREFILTER_DFA_LIMIT) {
             Some(dfa) => Ok(Some(dfa)),
             None => LiteralAutomaton::nfa(&self.literals).map(Some).map_err(|e| CompileError::Prefilter(e.to_string())),
         }
@@ -1576,28 +1549,6 @@ mod tests {
 
     /// The DFA size estimate that keeps a too-big prefilter table from being built stays
     /// within a small factor of the real size, from one literal to thousands.
-    #[test]
-    fn dfa_estimate_table() {
-        let words = |n: usize, len: usize| -> Vec<Vec<u8>> {
-            (0..n).map(|i| (0..len).map(|j| b'a' + ((i * 7 + j * 13 + i / 26 * j) % 26) as u8).collect()).collect()
-        };
-        let cases: [(&str, Vec<Vec<u8>>); 4] = [
-            ("one word", alloc::vec![b"viagra".to_vec()]),
-            ("mixed case", alloc::vec![b"Click Here".to_vec(), b"UNSUBSCRIBE".to_vec(), b"free!".to_vec()]),
-            ("hundreds", words(300, 9)),
-            ("thousands", words(3000, 14)),
-        ];
-        for (what, literals) in cases {
-            let mut table = LiteralTable::default();
-            for lit in literals {
-                table.add(lit, 0);
-            }
-            let real = LiteralAutomaton::dfa(&table.literals, usize::MAX).expect("builds").memory_usage();
-            let estimate = table.dfa_estimate();
-            assert!(estimate * 2 >= real && estimate <= real * 3, "{what}: estimate {estimate}, real {real}");
-        }
-    }
-
     /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     /// builds dense DFAs.
     #[test]

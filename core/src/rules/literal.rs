@@ -5,29 +5,28 @@
 use alloc::vec::Vec;
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous;
-use aho_corasick::{dfa, Anchored, BuildError, MatchKind};
+use aho_corasick::{Anchored, BuildError, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
 
 use super::backtrack::ByteSet;
 
-/// A prefilter table's automaton over its literals, ASCII case ignored: a DFA when the
-/// table is small enough, else the contiguous NFA (shared by all processes either way).
+mod compact;
+
+pub(crate) use compact::CompactDfa;
+
+/// A prefilter table's automaton over its literals, ASCII case ignored: a compact DFA
+/// when the table is small enough, else the crate's contiguous NFA (shared by all
+/// processes either way).
 pub(crate) enum LiteralAutomaton {
-    Dfa(alloc::boxed::Box<dfa::DFA>),
+    Dfa(alloc::boxed::Box<CompactDfa>),
     Nfa(alloc::boxed::Box<contiguous::NFA>),
 }
 
 impl LiteralAutomaton {
     /// The DFA of `literals`, or `None` when it would take more than `limit` bytes.
     pub(crate) fn dfa(literals: &[Vec<u8>], limit: usize) -> Option<LiteralAutomaton> {
-        let built = dfa::Builder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .prefilter(false)
-            .build(literals)
-            .ok()?;
-        (built.memory_usage() <= limit).then(|| LiteralAutomaton::Dfa(alloc::boxed::Box::new(built)))
+        CompactDfa::new(literals, limit).ok().map(|dfa| LiteralAutomaton::Dfa(alloc::boxed::Box::new(dfa)))
     }
 
     /// The contiguous NFA of `literals`: slower than the DFA, far smaller.
@@ -46,7 +45,7 @@ impl LiteralAutomaton {
     /// the instructions a byte.
     pub(crate) fn for_each_hit(&self, text: &[u8], hit: impl FnMut(usize, usize)) {
         match self {
-            LiteralAutomaton::Dfa(a) => hits(&**a, text, hit),
+            LiteralAutomaton::Dfa(a) => a.for_each_hit(text, hit),
             LiteralAutomaton::Nfa(a) => hits(&**a, text, hit),
         }
     }
