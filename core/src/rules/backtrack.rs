@@ -977,15 +977,22 @@ impl Vm<'_, '_, '_> {
     /// class `follow`) can stop: what follows can begin there.
     fn last_stop(&mut self, pc: u32, follow: u16, lo: u32, hi: u32) -> Result<Option<u32>, Undecided> {
         let first = if follow == NO_CLASS { self.backref_first(pc + 1) } else { None };
+        // A line assertion next (`.{1,2048}^\1` under `/m`): only line edges can stop it.
+        let edge = match self.prog.insts.get(pc as usize + 1) {
+            Some(&Inst::Look(a @ (Assert::StartLine | Assert::EndLine))) if follow == NO_CLASS => Some(a),
+            _ => None,
+        };
         let mut hi = hi;
         loop {
-            let found = match first {
-                Some(few) => {
+            let found = match (first, edge) {
+                (Some(few), _) => {
                     let end = (hi as usize).saturating_add(1).min(self.hay.len());
                     let window = self.hay.get(lo as usize..end).unwrap_or(&[]);
                     few.rfind(window).ok().flatten().map(|p| lo + p as u32)
                 }
-                None => self.last_follow(follow, lo, hi),
+                (None, Some(Assert::StartLine)) => self.last_line_start(lo, hi),
+                (None, Some(_)) => self.last_line_end(lo, hi),
+                (None, None) => self.last_follow(follow, lo, hi),
             };
             let Some(c) = found else { return Ok(None) };
             if self.tail_matches(pc + 1, c)? {
@@ -997,6 +1004,23 @@ impl Vm<'_, '_, '_> {
             }
             hi = c - 1;
         }
+    }
+
+    /// The last position in `lo..=hi` where a line starts (`^` under `/m` holds).
+    fn last_line_start(&self, lo: u32, hi: u32) -> Option<u32> {
+        // A line starts after each `\n`, and at 0.
+        let from = lo.saturating_sub(1) as usize;
+        let after_newline = self.hay.get(from..hi as usize).and_then(|w| memchr::memrchr(b'\n', w)).map(|j| (from + j + 1) as u32);
+        after_newline.or((lo == 0).then_some(0))
+    }
+
+    /// The last position in `lo..=hi` where a line ends (`$` under `/m` holds).
+    fn last_line_end(&self, lo: u32, hi: u32) -> Option<u32> {
+        if hi >= self.len {
+            return Some(self.len);
+        }
+        let end = (hi as usize).saturating_add(1).min(self.hay.len());
+        self.hay.get(lo as usize..end).and_then(|w| memchr::memrchr(b'\n', w)).map(|j| lo + j as u32)
     }
 
     /// Whether the byte at `pos` can begin what follows a repeat.
@@ -2806,6 +2830,40 @@ mod tests {
         let counted = b.program.count_matches(&[b'a'; 40], u32::MAX, &mut small);
         assert_eq!(counted.undecided, Some(Undecided::StepLimit));
         assert!(counted.count > 0 && counted.count < 40);
+    }
+
+    #[test]
+    fn line_edges_bound_give_backs_table() {
+        // A repeat followed by `^` or `$` under `/m` gives back only to line edges (a
+        // look 2,048 bytes ahead for a line, `__FROM_NAME_IN_MSG`, tries its 41 lines,
+        // not every byte) and finds what Perl finds (perl 5.36; `(?:$)` keeps Perl from
+        // reading `$\` as a variable). (pattern, text, leftmost match)
+        let lines: String = (0..40).map(|i| alloc::format!("line {i:02} of the message body, nothing to see\n")).collect();
+        let named = alloc::format!("From: Joe Bloggs <joe@example.org>\n{lines}Joe Bloggs\n");
+        let unnamed = alloc::format!("From: Joe Bloggs <joe@example.org>\n{lines}Jim Bloggs\n");
+        let from_name = r"/^From:\s+([^<]\S+\s\S+)\s(?=.{1,2048}^\1\r?$)/sm";
+        type Row<'a> = (&'a str, &'a str, Option<(usize, usize)>);
+        let rows: &[Row<'_>] = &[
+            (from_name, &named, Some((0, 17))),
+            (from_name, &unnamed, None),
+            (r"/(?:.{0,5})^b/m", "b", Some((0, 1))),
+            (r"/a.{0,20}(?:$)\nc/sm", "ab\ncd\ncd", Some((0, 7))),
+            // A backreference after the edge: no follow class, so the edges are searched.
+            (r"/(?=(b))(?:.{0,5})^\1/m", "bxxxx", Some((0, 1))),
+            (r"/(y)\n.{0,5}^\1/sm", "y\nyzz", Some((0, 3))),
+            (r"/(\n)a.{0,20}(?:$)\1c/sm", "\nab\ncd\ncd", Some((0, 8))),
+            (r"/(?:.{0,5})^b/sm", "xx\nb", Some((0, 4))),
+            (r"/(?:.{0,5})^b/sm", "xx\nxb", None),
+            (r"/a.{0,9}$/sm", "ab\ncd", Some((0, 5))),
+            (r"/a.{0,9}(?:$)\nc/sm", "ab\ncd", Some((0, 4))),
+            (r"/a.{1,2048}(?:$)\nEND/sm", &alloc::format!("a{lines}END"), Some((0, lines.len() + 4))),
+            (r"/a.{1,2048}(?:$)\nEND/sm", &alloc::format!("a{lines}NED"), None),
+        ];
+        let mut scratch = BacktrackScratch::default();
+        for &(re, hay, want) in rows {
+            let b = program(re);
+            assert_eq!(b.program.find_at(hay.as_bytes(), 0, &mut scratch), Ok(want), "{re} on {hay:?}");
+        }
     }
 
     #[test]
