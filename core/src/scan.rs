@@ -243,6 +243,8 @@ pub enum Cost {
     Relays,
     /// Preparing a target's text and finding its prefilter literals.
     Prefilter(RuleType),
+    /// Searching a target's text with its unions of unfiltered patterns.
+    Unions(RuleType),
     /// Running the metas.
     Metas,
 }
@@ -878,7 +880,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         let started = probe.now();
         let mut first_ends = [0u32; UNION_MEMBERS];
         let found = union.finds(text, &mut first_ends, |i| s.engines.lazy(i));
-        probe.spent(Cost::Prefilter(target), started);
+        probe.spent(Cost::Unions(target), started);
         for (bit, (&p, &first_end)) in union.members.iter().zip(first_ends.iter()).enumerate() {
             let bit = 1u64 << bit;
             match (found, program.patterns.get(p as usize)) {
@@ -1403,6 +1405,9 @@ mod tests {
             ("uri U /pharma/", &["U"], &[], &[Cost::Prefilter(RuleType::Uri)]),
             ("full F /^From: /m", &["F"], &[], &[Cost::Prefilter(RuleType::Full)]),
             ("mimeheader M Content-Type =~ /text/", &["M"], &[], &[Cost::Parse]),
+            // Two patterns without literals or a required byte search together: the union
+            // decides both (F is in the text, N is not).
+            ("body F /[a-z]{2,} [a-z]{2,}/\nbody N /[a-z][0-9][a-z][0-9]/", &[], &["F", "N"], &[Cost::Unions(RuleType::Body)]),
             ("body __A /viagra/i\nmeta M __A", &["__A"], &["M"], &[Cost::Metas]),
         ];
         for (rules, timed, untimed, phases) in cases {

@@ -50,6 +50,7 @@ pub fn print_if_asked(rules: &RuleSet, messages: &[Vec<u8>], scratch: &mut Scrat
         let name = match cost {
             Cost::Rule(id) => rules.rule_name(*id).to_string(),
             Cost::Prefilter(t) => format!("({} prefilter and text)", t.as_str()),
+            Cost::Unions(t) => format!("({} unions)", t.as_str()),
             other => format!("({other:?})"),
         };
         println!("  {:8.2} {:7} {name}", *ns as f64 / 1e3 / n, runs);
