@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
-use crate::rules::unions::UNION_MEMBERS;
+use crate::rules::unions::{Union, UNION_MEMBERS};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -876,24 +876,50 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
-    for union in &program.unions {
+    let mut i = 0;
+    while let Some(union) = program.unions.get(i) {
         let started = probe.now();
-        let mut first_ends = [0u32; UNION_MEMBERS];
-        let found = union.finds(text, &mut first_ends, |i| s.engines.lazy(i));
+        let (mut first_ends, mut next_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+        // Two dense unions walk the text together.
+        let two = program.unions.get(i + 1).and_then(|next| Some((next, union.finds_two(next, text, (&mut first_ends, &mut next_ends))?)));
+        let found = match two {
+            Some((_, (found, _))) => found,
+            None => union.finds(text, &mut first_ends, |i| s.engines.lazy(i)),
+        };
         probe.spent(Cost::Unions(target), started);
-        for (bit, (&p, &first_end)) in union.members.iter().zip(first_ends.iter()).enumerate() {
-            let bit = 1u64 << bit;
-            match (found, program.patterns.get(p as usize)) {
-                (Some(found), _) if found & bit == 0 => {}
-                (Some(_), Some(pattern)) if union.decided & bit != 0 => state.add(pattern.rule, 1),
-                // No line before the one of the member's first match in the union can match.
-                (Some(_), _) => run_unfiltered(program, p, text, line_start(text, first_end as usize), state, s, probe),
-                (None, _) => run_unfiltered(program, p, text, 0, state, s, probe),
-            }
+        take_union(program, union, found.map(|f| (f, &first_ends)), text, state, s, probe);
+        if let Some((next, (_, next_found))) = two {
+            take_union(program, next, next_found.map(|f| (f, &next_ends)), text, state, s, probe);
         }
+        i += if two.is_some() { 2 } else { 1 };
     }
     for &p in &program.unfiltered {
         run_unfiltered(program, p, text, 0, state, s, probe);
+    }
+}
+
+/// Takes what `union` found for its members: the members found by bit and where each
+/// one's first match ends, or `None` when its search failed. A decided member takes
+/// its hit; the others found search from the line of their first match.
+fn take_union(
+    program: &TargetProgram,
+    union: &Union,
+    found: Option<(u64, &[u32; UNION_MEMBERS])>,
+    text: &[u8],
+    state: &mut ScanState<'_>,
+    s: &mut LineScratch<'_>,
+    probe: &mut impl Probe,
+) {
+    for (bit, &p) in union.members.iter().enumerate() {
+        let first_end = found.and_then(|(_, ends)| ends.get(bit).copied()).unwrap_or(0);
+        let bit = 1u64 << bit;
+        match (found, program.patterns.get(p as usize)) {
+            (Some((found, _)), _) if found & bit == 0 => {}
+            (Some(_), Some(pattern)) if union.decided & bit != 0 => state.add(pattern.rule, 1),
+            // No line before the one of the member's first match in the union can match.
+            (Some(_), _) => run_unfiltered(program, p, text, line_start(text, first_end as usize), state, s, probe),
+            (None, _) => run_unfiltered(program, p, text, 0, state, s, probe),
+        }
     }
 }
 

@@ -82,51 +82,50 @@ impl Union {
 
     /// [`Union::finds`] of a dense union: skips with memchr where a state lets it.
     fn finds_dense(&self, dfa: &dense::DFA<Vec<u32>>, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
-        let all = self.all();
-        let mut found = 0u64;
-        // Match states met before, by a few bits of their id, with what they report:
-        // a text that matches often enters the same few again and again.
-        let mut met = [(StateID::ZERO, 0u64); 8];
-        let mut state = dfa.start_state_forward(&Input::new(text)).ok()?;
-        let mut at = 0usize;
-        loop {
-            let special;
-            (state, at, special) = to_special(dfa, state, text, at);
+        let mut walk = DenseWalk::new(self, dfa, text);
+        walk.finish(text, first_ends)
+    }
+
+    /// [`Union::finds`] of `self` and `other` over the same text, each with its own
+    /// `first_ends`; `None` unless both are dense. The two walks take a byte each a
+    /// round: a DFA step waits on the load of the step before, so one walk leaves the
+    /// core idle where two overlap.
+    pub(crate) fn finds_two(
+        &self,
+        other: &Union,
+        text: &[u8],
+        first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
+    ) -> Option<(Option<u64>, Option<u64>)> {
+        let (UnionAutomaton::Dense(a), UnionAutomaton::Dense(b)) = (&self.automaton, &other.automaton) else { return None };
+        let (mut one, mut two) = (DenseWalk::new(self, a, text), DenseWalk::new(other, b, text));
+        while one.outcome.is_none() && two.outcome.is_none() {
+            let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
+            let (mut x, mut y) = (one.state, two.state);
+            let mut steps = 0usize;
+            let mut special = false;
+            for (&p, &q) in xs.iter().zip(ys) {
+                x = a.next_state(x, p);
+                y = b.next_state(y, q);
+                steps += 1;
+                if a.is_special_state(x) | b.is_special_state(y) {
+                    special = true;
+                    break;
+                }
+            }
+            (one.state, two.state) = (x, y);
+            one.at += steps;
+            two.at += steps;
             if !special {
                 break;
             }
-            if dfa.is_match_state(state) {
-                let slot = (state.as_usize() >> dfa.stride2()) % met.len();
-                found |= match met.get(slot) {
-                    Some(&(seen, bits)) if seen == state => bits,
-                    _ => {
-                        // A match state is entered one byte after the match ends.
-                        let bits = self.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !found, at - 1, first_ends);
-                        if let Some(entry) = met.get_mut(slot) {
-                            *entry = (state, bits);
-                        }
-                        bits
-                    }
-                };
-                if found == all {
-                    return Some(found);
-                }
-            } else if dfa.is_dead_state(state) {
-                return Some(found);
-            } else if dfa.is_quit_state(state) {
-                return None;
+            if a.is_special_state(x) {
+                one.special(text, first_ends.0);
             }
-            if dfa.is_accel_state(state) {
-                // The state stays itself on every byte but these.
-                let next = find_any(dfa.accelerator(state), text.get(at..).unwrap_or_default());
-                at = next.map_or(text.len(), |i| at + i);
+            if b.is_special_state(y) {
+                two.special(text, first_ends.1);
             }
         }
-        state = dfa.next_eoi_state(state);
-        if dfa.is_match_state(state) {
-            found |= self.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !found, text.len(), first_ends);
-        }
-        Some(found)
+        Some((one.finish(text, first_ends.0), two.finish(text, first_ends.1)))
     }
 
     /// [`Union::finds`] of a lazy union, with this worker's cache of its DFA.
@@ -205,6 +204,89 @@ impl Union {
             bits |= bit;
         }
         bits
+    }
+}
+
+/// One dense union's pass over a text, resumable: [`Union::finds_two`] steps two at
+/// once and hands each its special states.
+struct DenseWalk<'u> {
+    union: &'u Union,
+    dfa: &'u dense::DFA<Vec<u32>>,
+    state: StateID,
+    /// The place after the byte that led to `state`.
+    at: usize,
+    found: u64,
+    /// Match states met before, by a few bits of their id, with what they report:
+    /// a text that matches often enters the same few again and again.
+    met: [(StateID, u64); 8],
+    /// What the pass found, once it has ended early (`Some(None)`: it failed).
+    outcome: Option<Option<u64>>,
+}
+
+impl<'u> DenseWalk<'u> {
+    fn new(union: &'u Union, dfa: &'u dense::DFA<Vec<u32>>, text: &[u8]) -> DenseWalk<'u> {
+        let start = dfa.start_state_forward(&Input::new(text)).ok();
+        DenseWalk {
+            union,
+            dfa,
+            state: start.unwrap_or(StateID::ZERO),
+            at: 0,
+            found: 0,
+            met: [(StateID::ZERO, 0u64); 8],
+            outcome: if start.is_some() { None } else { Some(None) },
+        }
+    }
+
+    /// Takes the special state just entered: a match's members, the end of the pass
+    /// (dead, quit, every member found), or a skip to the next byte that leaves it.
+    fn special(&mut self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
+        let (dfa, state) = (self.dfa, self.state);
+        if dfa.is_match_state(state) {
+            let slot = (state.as_usize() >> dfa.stride2()) % self.met.len();
+            self.found |= match self.met.get(slot) {
+                Some(&(seen, bits)) if seen == state => bits,
+                _ => {
+                    // A match state is entered one byte after the match ends.
+                    let bits = self.union.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !self.found, self.at - 1, first_ends);
+                    if let Some(entry) = self.met.get_mut(slot) {
+                        *entry = (state, bits);
+                    }
+                    bits
+                }
+            };
+            if self.found == self.union.all() {
+                self.outcome = Some(Some(self.found));
+                return;
+            }
+        } else if dfa.is_dead_state(state) {
+            self.outcome = Some(Some(self.found));
+            return;
+        } else if dfa.is_quit_state(state) {
+            self.outcome = Some(None);
+            return;
+        }
+        if dfa.is_accel_state(state) {
+            // The state stays itself on every byte but these.
+            let next = find_any(dfa.accelerator(state), text.get(self.at..).unwrap_or_default());
+            self.at = next.map_or(text.len(), |i| self.at + i);
+        }
+    }
+
+    /// Walks on alone to the end of the text: what the pass found.
+    fn finish(&mut self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+        while self.outcome.is_none() {
+            let special;
+            (self.state, self.at, special) = to_special(self.dfa, self.state, text, self.at);
+            if !special {
+                let end = self.dfa.next_eoi_state(self.state);
+                if self.dfa.is_match_state(end) {
+                    self.found |= self.union.patterns_of(self.dfa.match_len(end), |i| self.dfa.match_pattern(end, i).as_usize(), !self.found, text.len(), first_ends);
+                }
+                return Some(self.found);
+            }
+            self.special(text, first_ends);
+        }
+        self.outcome.unwrap_or(None)
     }
 }
 
@@ -705,6 +787,40 @@ mod tests {
                 assert_eq!(first_ends.get(..ends.len()), Some(*ends), "{kind:?} {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn finds_two_as_one_by_one_table() {
+        // Two dense unions walked together find what each finds alone: one that skips
+        // (`zq`), one done early (`a`, `cc` both found), one ending at a line end.
+        let sets: &[&[&str]] = &[&["foo", "oba", "^baz", r"x\d+$"], &["zq1", "zq2"], &["ab", "cd", "ef", "gh"], &["a", "cc"]];
+        let unions: Vec<Union> = sets
+            .iter()
+            .map(|members| match group(&plan(UnionKind::Dense, members, &alloc::vec![1; members.len()])).pop().and_then(|g| g.automaton) {
+                Some(Grouped::Dense(dfa)) => Union { automaton: UnionAutomaton::Dense(dfa), members: (0..members.len() as u32).collect(), decided: 0 },
+                _ => panic!("{members:?}: no dense union"),
+            })
+            .collect();
+        let mut seed = 0x2545_f491u32;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let len = (seed % 40) as usize;
+            let text: Vec<u8> = (0..len).map(|i| b"abcdefghoqxz12 \n"[((seed >> (i % 27)) as usize + i * 7) % 16]).collect();
+            for (i, one) in unions.iter().enumerate() {
+                for two in unions.iter().skip(i + 1) {
+                    let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+                    let want = (one.finds(&text, &mut want_one, |_| None), two.finds(&text, &mut want_two, |_| None));
+                    let got = one.finds_two(two, &text, (&mut got_one, &mut got_two));
+                    assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{:?}", core::str::from_utf8(&text));
+                }
+            }
+        }
+        // A lazy union is not walked with another.
+        let lazy = Union { automaton: UnionAutomaton::Lazy(0), members: alloc::vec![0], decided: 0 };
+        let (mut a, mut b) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+        assert_eq!(unions[0].finds_two(&lazy, b"foo", (&mut a, &mut b)), None);
     }
 
     #[test]
