@@ -798,6 +798,20 @@ mod tests {
         }
     }
 
+    /// `count` texts of up to `longest - 1` bytes of `alphabet`, the same every run.
+    fn random_texts(count: usize, longest: u32, alphabet: &[u8]) -> Vec<Vec<u8>> {
+        let mut seed = 0x2545_f491u32;
+        (0..count)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let len = (seed % longest) as usize;
+                (0..len).map(|i| alphabet[((seed >> (i % 27)) as usize + i * 7) % alphabet.len()]).collect()
+            })
+            .collect()
+    }
+
     #[test]
     fn finds_two_as_one_by_one_table() {
         // Two dense unions walked together find what each finds alone: one that skips
@@ -810,13 +824,7 @@ mod tests {
                 _ => panic!("{members:?}: no dense union"),
             })
             .collect();
-        let mut seed = 0x2545_f491u32;
-        for _ in 0..2000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            let len = (seed % 40) as usize;
-            let text: Vec<u8> = (0..len).map(|i| b"abcdefghoqxz12 \n"[((seed >> (i % 27)) as usize + i * 7) % 16]).collect();
+        for text in random_texts(2000, 40, b"abcdefghoqxz12 \n") {
             for (i, one) in unions.iter().enumerate() {
                 for two in unions.iter().skip(i + 1) {
                     let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
@@ -853,13 +861,7 @@ mod tests {
             let dense = Union { automaton: UnionAutomaton::Dense(dense.expect("dense union")), members: ids.clone(), decided: 0 };
             let lazy_union = Union { automaton: UnionAutomaton::Lazy(0), members: ids, decided: 0 };
             let mut cache = lazy.first().expect("lazy union").create_cache();
-            let mut seed = 0x2545_f491u32;
-            for _ in 0..3000 {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                let len = (seed % 24) as usize;
-                let text: Vec<u8> = (0..len).map(|i| b"abc.\n"[((seed >> (i % 27)) as usize + i * 7) % 5]).collect();
+            for text in random_texts(3000, 24, b"abc.\n") {
                 let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
                 let want = dense.finds(&text, &mut want_ends, |_| None);
                 let got = lazy_union.finds(&text, &mut got_ends, |i| Some((lazy.get(i)?, &mut cache)));
