@@ -41,6 +41,15 @@ pub(crate) enum TooBig {
     Bytes(usize),
 }
 
+impl core::fmt::Display for TooBig {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TooBig::States(n) => write!(f, "{n} trie states, more than a 16-bit row number names"),
+            TooBig::Bytes(n) => write!(f, "a {n}-byte table, over the bound"),
+        }
+    }
+}
+
 impl CompactDfa {
     /// The DFA of `literals` (their ids are their indices), or why not: more states than
     /// 16 bits name or more than `limit` bytes. An empty literal never hits.
@@ -351,6 +360,7 @@ mod tests {
             let got = CompactDfa::new(&literals, limit).map(|_| ());
             assert_eq!(got, want, "limit {limit}");
         }
+        assert_eq!(alloc::string::ToString::to_string(&TooBig::Bytes(32)), "a 32-byte table, over the bound");
     }
 
     /// Literals, pairs of bytes that share a column, pairs that do not, the row width.
