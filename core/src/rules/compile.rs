@@ -1547,8 +1547,6 @@ mod tests {
     use crate::rules::cf::parse_str;
     use crate::scan::Scratch;
 
-    /// The DFA size estimate that keeps a too-big prefilter table from being built stays
-    /// within a small factor of the real size, from one literal to thousands.
     /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     /// builds dense DFAs.
     #[test]
