@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
-use crate::rules::unions::{Union, UNION_MEMBERS};
+use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -666,6 +666,9 @@ fn advance_epoch(epoch: &mut u32, marks: &mut [&mut [u32]]) -> u32 {
 }
 
 /// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
+/// A lazy DFA and this worker's cache for it.
+type LazyEngine<'e> = (&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache);
+
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
     caches: &'s mut [CacheSlot],
@@ -682,6 +685,22 @@ impl Engines<'_> {
         let (dfa, slot) = (self.dfas.get(i)?, self.caches.get_mut(i)?);
         slot.last_scan = self.scan;
         Some((dfa, slot.cache.get_or_insert_with(|| dfa.create_cache())))
+    }
+
+    /// Lazy DFAs `i` and `j` (not the same) with their caches, as [`Engines::lazy`].
+    fn lazy_two(&mut self, i: usize, j: usize) -> Option<(LazyEngine<'_>, LazyEngine<'_>)> {
+        let (low, high) = (i.min(j), i.max(j));
+        if low == high {
+            return None;
+        }
+        let (before, after) = self.caches.split_at_mut_checked(high)?;
+        let (slot_low, slot_high) = (before.get_mut(low)?, after.first_mut()?);
+        let (dfa_low, dfa_high) = (self.dfas.get(low)?, self.dfas.get(high)?);
+        slot_low.last_scan = self.scan;
+        slot_high.last_scan = self.scan;
+        let low_pair = (dfa_low, slot_low.cache.get_or_insert_with(|| dfa_low.create_cache()));
+        let high_pair = (dfa_high, slot_high.cache.get_or_insert_with(|| dfa_high.create_cache()));
+        Some(if i < j { (low_pair, high_pair) } else { (high_pair, low_pair) })
     }
 }
 
@@ -880,8 +899,17 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     while let Some(union) = program.unions.get(i) {
         let started = probe.now();
         let (mut first_ends, mut next_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-        // Two dense unions walk the text together.
-        let two = program.unions.get(i + 1).and_then(|next| Some((next, union.finds_two(next, text, (&mut first_ends, &mut next_ends))?)));
+        // Two dense unions, or two lazy ones, walk the text together.
+        let two = program.unions.get(i + 1).and_then(|next| {
+            let found = match (&union.automaton, &next.automaton) {
+                (UnionAutomaton::Lazy(a), UnionAutomaton::Lazy(b)) => {
+                    let (one, two) = s.engines.lazy_two(*a, *b)?;
+                    union.finds_two_lazy(next, one, two, text, (&mut first_ends, &mut next_ends))?
+                }
+                _ => union.finds_two(next, text, (&mut first_ends, &mut next_ends))?,
+            };
+            Some((next, found))
+        });
         let found = match two {
             Some((_, (found, _))) => found,
             None => union.finds(text, &mut first_ends, |i| s.engines.lazy(i)),
@@ -1329,6 +1357,60 @@ mod tests {
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules.as_str(), want)]);
+        }
+    }
+
+    #[test]
+    fn lazy_singletons_table() {
+        // A lazy pattern too big to share a union (over 4,000 NFA states with any other)
+        // is a union of one over its own DFA, so two such walk a text together, with the
+        // results they have alone: a plain one's hit decides it, a `multiple` one counts,
+        // a backtracking one asks its program. One with a byte every match holds stays
+        // alone: where the byte is missing, it makes no pass at all.
+        // Spelled out, not counted: a counted repeat would make a backtracking program.
+        // Two are over 4,000 NFA states; one is under 2,048 bytes, where rendered body
+        // lines are split.
+        let long = 2010;
+        let span = |class: &str| class.repeat(long);
+        let rules = alloc::format!(
+            "body B1 /[a-z]*[qxvw]{}[!?.,]/\nbody __B2 /[0-9]*[5678]{}[+=<>]/\n\
+             tflags __B2 multiple\nmeta MB __B2 == 2\nbody B3 /[A-Z]*[JKLM]{}[;:@%](?!q)/\n\
+             body B4 /[a-z]*[qxvw]{}~/\n",
+            span("[a-z]"),
+            span("[0-9]"),
+            span("[A-Z]"),
+            span("[a-z]")
+        );
+        let config = parse_str("test.cf", &rules).expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        let name = |p: u32| set.body.patterns.get(p as usize).map_or("", |c| set.rule_name(c.rule));
+        let mut singletons: Vec<(&str, bool)> = set
+            .body
+            .unions
+            .iter()
+            .filter(|u| matches!(u.automaton, crate::rules::unions::UnionAutomaton::Lazy(_)))
+            .map(|u| {
+                assert_eq!(u.members.len(), 1, "alone, each");
+                (u.members.first().map_or("", |&p| name(p)), u.decided == 1)
+            })
+            .collect();
+        singletons.sort_unstable();
+        assert_eq!(singletons, [("B1", true), ("B3", false), ("__B2", false)]);
+        let unfiltered: Vec<&str> = set.body.unfiltered.iter().map(|&p| name(p)).collect();
+        assert_eq!(unfiltered, ["B4"]);
+        let run = |first: &str, fill: &str, last: &str| alloc::format!("{first}{}{last}", fill.repeat(long));
+        let cases: &[(String, &[&str])] = &[
+            (alloc::format!("one {}\n", run("q", "a", "!")), &["B1"]),
+            (alloc::format!("{}\nthen {}\n{}\n", run("5", "0", "+"), run("J", "A", ";"), run("8", "1", "<")), &["B3", "MB"]),
+            // Searched again from the line of the first hit in the union, not after it.
+            (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("K", "B", "@")), &["B3"]),
+            (alloc::format!("{}\n{}\n", run("q", "a", "~"), run("6", "0", "=")), &["B4"]),
+            (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("w", "a", ",")), &["B1"]),
+        ];
+        for (body, want) in cases {
+            let (mut got, _) = hits(&rules, &alloc::format!("Subject: u\r\n\r\n{body}"));
+            got.sort_unstable();
+            assert_eq!(got, *want, "{:?}", body.get(..40));
         }
     }
 

@@ -2,7 +2,9 @@
 //! costs a DFA pass over every text of its target; a few of them with dense DFAs,
 //! determinized together, cost one pass that tells which of them can match, and only
 //! those search again (or none, when the union's hit is the answer). Patterns whose
-//! DFAs are lazy form unions of their own, lazy DFAs of their NFAs together.
+//! DFAs are lazy form unions of their own, lazy DFAs of their NFAs together; one too big
+//! to share is a union of one over its own DFA. Two unions of a kind walk a text
+//! together.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -45,7 +47,8 @@ pub(crate) enum UnionKind {
 pub(crate) enum UnionAutomaton {
     /// Shared by all processes.
     Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
-    /// The rule set's lazy DFA of this index, with a cache in each scratch.
+    /// The rule set's lazy DFA of this index (for a union of one, its member's own),
+    /// with a cache in each scratch.
     Lazy(usize),
 }
 
@@ -145,51 +148,54 @@ impl Union {
         text: &[u8],
         first_ends: &mut [u32; UNION_MEMBERS],
     ) -> Option<u64> {
-        let all = self.all();
-        let mut found = 0u64;
-        let mut state = dfa.start_state_forward(cache, &Input::new(text)).ok()?;
-        let mut at = 0usize;
-        loop {
+        let mut walk = LazyWalk::new(self, dfa, cache, text);
+        walk.finish(cache, text, first_ends)
+    }
+
+    /// [`Union::finds_two`] of two lazy unions, each with this worker's cache of its
+    /// DFA (`one` for `self`, `two` for `other`); `None` unless both are lazy.
+    pub(crate) fn finds_two_lazy(
+        &self,
+        other: &Union,
+        one: (&hybrid::dfa::DFA, &mut hybrid::dfa::Cache),
+        two: (&hybrid::dfa::DFA, &mut hybrid::dfa::Cache),
+        text: &[u8],
+        first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
+    ) -> Option<(Option<u64>, Option<u64>)> {
+        let (UnionAutomaton::Lazy(_), UnionAutomaton::Lazy(_)) = (&self.automaton, &other.automaton) else { return None };
+        let ((a, cache_a), (b, cache_b)) = (one, two);
+        let (mut x, mut y) = (LazyWalk::new(self, a, cache_a, text), LazyWalk::new(other, b, cache_b, text));
+        while x.outcome.is_none() && y.outcome.is_none() {
             // A tagged state (a match) takes its next step through the checked path.
-            if state.is_tagged() {
-                let Some(&byte) = text.get(at) else { break };
-                state = dfa.next_state(cache, state, byte).ok()?;
-                at += 1;
-            } else {
-                let (before, next, after) = to_tagged(dfa, cache, state, text, at);
-                at = after;
-                state = match next {
-                    None => {
-                        state = before;
-                        break;
-                    }
-                    // Not built yet: built now from the state before it and its byte.
-                    Some(next) if next.is_unknown() => dfa.next_state(cache, before, *text.get(at - 1)?).ok()?,
-                    Some(next) => next,
-                };
-            }
-            if !state.is_tagged() {
+            if x.state.is_tagged() {
+                x.step_checked(cache_a, text, first_ends.0);
                 continue;
             }
-            if state.is_match() {
-                // A match state is entered one byte after the match ends.
-                let cache = &*cache;
-                found |= self.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !found, at - 1, first_ends);
-                if found == all {
-                    return Some(found);
-                }
-            } else if state.is_dead() {
-                return Some(found);
-            } else if state.is_quit() {
-                return None;
+            if y.state.is_tagged() {
+                y.step_checked(cache_b, text, first_ends.1);
+                continue;
             }
+            let (xs, ys) = (text.get(x.at..).unwrap_or_default(), text.get(y.at..).unwrap_or_default());
+            let (mut p, mut q) = (x.state, y.state);
+            let mut steps = 0usize;
+            let mut tagged = None;
+            for (&pc, &qc) in xs.iter().zip(ys) {
+                let (np, nq) = (a.next_state_untagged(cache_a, p, pc), b.next_state_untagged(cache_b, q, qc));
+                if np.is_tagged() || nq.is_tagged() {
+                    tagged = Some((np, nq));
+                    break;
+                }
+                (p, q) = (np, nq);
+                steps += 1;
+            }
+            (x.state, y.state) = (p, q);
+            x.at += steps;
+            y.at += steps;
+            let Some((np, nq)) = tagged else { break };
+            x.take(np, cache_a, text, first_ends.0);
+            y.take(nq, cache_b, text, first_ends.1);
         }
-        state = dfa.next_eoi_state(cache, state).ok()?;
-        if state.is_match() {
-            let cache = &*cache;
-            found |= self.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !found, text.len(), first_ends);
-        }
-        Some(found)
+        Some((x.finish(cache_a, text, first_ends.0), y.finish(cache_b, text, first_ends.1)))
     }
 
     /// Every member's bit.
@@ -294,6 +300,124 @@ impl<'u> DenseWalk<'u> {
                 return Some(self.found);
             }
             self.special(text, first_ends);
+        }
+        self.outcome.unwrap_or(None)
+    }
+}
+
+/// One lazy union's pass over a text, resumable: [`Union::finds_two_lazy`] steps two
+/// at once. Its cache is lent to each call.
+struct LazyWalk<'u> {
+    union: &'u Union,
+    dfa: &'u hybrid::dfa::DFA,
+    state: LazyStateID,
+    /// The place after the byte that led to `state`.
+    at: usize,
+    found: u64,
+    /// What the pass found, once it has ended early (`Some(None)`: it failed).
+    outcome: Option<Option<u64>>,
+}
+
+impl<'u> LazyWalk<'u> {
+    fn new(union: &'u Union, dfa: &'u hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8]) -> LazyWalk<'u> {
+        let start = dfa.start_state_forward(cache, &Input::new(text)).ok();
+        LazyWalk {
+            union,
+            dfa,
+            state: start.unwrap_or_default(),
+            at: 0,
+            found: 0,
+            outcome: if start.is_some() { None } else { Some(None) },
+        }
+    }
+
+    /// Takes `next`, the state after the byte at `at` from untagged `state`: one not
+    /// built yet is built now; a tagged one is a match, or the end of the pass.
+    fn take(&mut self, next: LazyStateID, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
+        let next = if next.is_unknown() {
+            match text.get(self.at).map(|&byte| self.dfa.next_state(cache, self.state, byte)) {
+                Some(Ok(next)) => next,
+                _ => {
+                    self.outcome = Some(None);
+                    return;
+                }
+            }
+        } else {
+            next
+        };
+        self.state = next;
+        self.at += 1;
+        self.tagged(cache, first_ends);
+    }
+
+    /// One step from a tagged state, through the checked path (which builds states).
+    fn step_checked(&mut self, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
+        let Some(&byte) = text.get(self.at) else {
+            self.outcome = Some(self.end(cache, text, first_ends));
+            return;
+        };
+        match self.dfa.next_state(cache, self.state, byte) {
+            Ok(next) => {
+                self.state = next;
+                self.at += 1;
+                self.tagged(cache, first_ends);
+            }
+            Err(_) => self.outcome = Some(None),
+        }
+    }
+
+    /// Takes the state just entered if tagged: a match's members, or the end of the pass
+    /// (dead, quit, every member found).
+    fn tagged(&mut self, cache: &hybrid::dfa::Cache, first_ends: &mut [u32; UNION_MEMBERS]) {
+        let (dfa, state) = (self.dfa, self.state);
+        if !state.is_tagged() {
+            return;
+        }
+        if state.is_match() {
+            // A match state is entered one byte after the match ends.
+            self.found |= self.union.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !self.found, self.at - 1, first_ends);
+            if self.found == self.union.all() {
+                self.outcome = Some(Some(self.found));
+            }
+        } else if state.is_dead() {
+            self.outcome = Some(Some(self.found));
+        } else if state.is_quit() {
+            self.outcome = Some(None);
+        }
+    }
+
+    /// The end of the text: what a match there adds.
+    fn end(&mut self, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+        let dfa = self.dfa;
+        let state = dfa.next_eoi_state(cache, self.state).ok()?;
+        if state.is_match() {
+            let cache = &*cache;
+            self.found |= self.union.patterns_of(dfa.match_len(cache, state), |i| dfa.match_pattern(cache, state, i).as_usize(), !self.found, text.len(), first_ends);
+        }
+        Some(self.found)
+    }
+
+    /// Walks on alone to the end of the text, four bytes a round while the states stay
+    /// untagged: what the pass found.
+    fn finish(&mut self, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
+        while self.outcome.is_none() {
+            if self.state.is_tagged() {
+                self.step_checked(cache, text, first_ends);
+                continue;
+            }
+            let (before, next, after) = to_tagged(self.dfa, cache, self.state, text, self.at);
+            self.state = before;
+            match next {
+                None => {
+                    self.at = after;
+                    return self.end(cache, text, first_ends);
+                }
+                Some(next) => {
+                    // `before` is the state at the byte that led to `next`.
+                    self.at = after - 1;
+                    self.take(next, cache, text, first_ends);
+                }
+            }
         }
         self.outcome.unwrap_or(None)
     }
@@ -527,6 +651,12 @@ impl UnionPlan {
                     Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
                     Grouped::Lazy(nfa) => build_lazy(nfa, None, MatchKind::All, lazy).ok().map(UnionAutomaton::Lazy),
                 },
+                // A lazy pattern alone is a union of one with its own DFA, so that it can
+                // walk beside another union.
+                None if self.kind == UnionKind::Lazy => match members {
+                    &[p] => own_lazy(program, p, lazy).map(UnionAutomaton::Lazy),
+                    _ => None,
+                },
                 _ => None,
             };
             let Some(automaton) = automaton else {
@@ -551,6 +681,19 @@ impl UnionPlan {
         alone.sort_unstable();
         program.unfiltered = alone;
     }
+}
+
+/// The index of pattern `p`'s lazy DFA (or lazy screen's) when a pass of it as a
+/// union of one costs what its own search does: the DFA has no prefilter to skip with
+/// and the pattern no byte whose absence spares the pass.
+fn own_lazy(program: &TargetProgram, p: u32, lazy: &[hybrid::dfa::DFA]) -> Option<usize> {
+    let screen = match &program.patterns.get(p as usize)?.matcher {
+        Matcher::Backtrack { relaxed, .. } => &**relaxed,
+        m => m,
+    };
+    let Matcher::Lazy(i) = *screen else { return None };
+    let no_byte = program.pattern_required_byte.get(p as usize).is_none_or(Option::is_none);
+    (no_byte && lazy.get(i)?.get_config().get_prefilter().is_none()).then_some(i)
 }
 
 /// The cache key of group `index` of the candidate list named `list`.
@@ -838,6 +981,58 @@ mod tests {
         let lazy = Union { automaton: UnionAutomaton::Lazy(0), members: alloc::vec![0], decided: 0 };
         let (mut a, mut b) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
         assert_eq!(unions[0].finds_two(&lazy, b"foo", (&mut a, &mut b)), None);
+    }
+
+    #[test]
+    fn finds_two_lazy_as_one_by_one_table() {
+        // Two lazy unions walked together find what each finds alone, each cache built
+        // as it goes (new states at any place of either walk, matches, early ends); a
+        // union of one over a pattern's own leftmost-first DFA finds what the pattern's
+        // member of a union finds.
+        let sets: &[&[&str]] = &[&["foo", "oba", "^baz", r"x\d+$"], &["zq1", "zq2"], &["ab", "b.a", "^ca", "a$", "bb+c"], &["a", "cc"]];
+        let mut lazy = Vec::new();
+        let mut unions: Vec<Union> = sets
+            .iter()
+            .map(|members| match group(&plan(UnionKind::Lazy, members, &alloc::vec![1; members.len()])).pop().and_then(|g| g.automaton) {
+                Some(Grouped::Lazy(nfa)) => {
+                    let index = build_lazy(nfa, None, MatchKind::All, &mut lazy).expect("lazy dfa");
+                    Union { automaton: UnionAutomaton::Lazy(index), members: (0..members.len() as u32).collect(), decided: 0 }
+                }
+                _ => panic!("{members:?}: no lazy union"),
+            })
+            .collect();
+        // `bb+c` alone, as the third union's member 4.
+        let own = nfa_compiler().build_many_from_hir(&[line_local(&parse_hir("bb+c").expect("regex"), 0)]).expect("nfa");
+        let index = build_lazy(own, None, MatchKind::LeftmostFirst, &mut lazy).expect("lazy dfa");
+        unions.push(Union { automaton: UnionAutomaton::Lazy(index), members: alloc::vec![0], decided: 0 });
+        let index_of = |u: &Union| match u.automaton {
+            UnionAutomaton::Lazy(i) => i,
+            UnionAutomaton::Dense(_) => usize::MAX,
+        };
+        let (mut alone, mut paired): (Vec<_>, Vec<_>) = (lazy.iter().map(|d| d.create_cache()).collect(), lazy.iter().map(|d| d.create_cache()).collect());
+        for text in random_texts(2000, 40, b"abcfoqxz12 \n") {
+            let mut want = Vec::new();
+            for u in &unions {
+                let mut ends = [0u32; UNION_MEMBERS];
+                let i = index_of(u);
+                let found = u.finds(&text, &mut ends, |_| Some((&lazy[i], &mut alone[i])));
+                want.push((found, ends));
+            }
+            let (own_found, own_ends) = want[4];
+            let (third_found, third_ends) = want[2];
+            assert_eq!((own_found.map(|f| f & 1), own_ends[0]), (third_found.map(|f| f >> 4 & 1), if third_found.is_some_and(|f| f >> 4 & 1 == 1) { third_ends[4] } else { 0 }));
+            for (i, one) in unions.iter().enumerate() {
+                for (j, two) in unions.iter().enumerate().skip(i + 1) {
+                    let (a, b) = (index_of(one), index_of(two));
+                    let (low, high) = paired.split_at_mut(b);
+                    let (mut ends_one, mut ends_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+                    let got = one.finds_two_lazy(two, (&lazy[a], &mut low[a]), (&lazy[b], &mut high[0]), &text, (&mut ends_one, &mut ends_two));
+                    let (want_one, want_two) = (want[i], want[j]);
+                    assert_eq!(got, Some((want_one.0, want_two.0)), "{i} {j} {:?}", core::str::from_utf8(&text));
+                    assert_eq!((ends_one, ends_two), (want_one.1, want_two.1), "{i} {j} {:?}", core::str::from_utf8(&text));
+                }
+            }
+        }
     }
 
     #[test]
