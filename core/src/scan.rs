@@ -906,13 +906,13 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
                     let (one, two) = s.engines.lazy_two(*a, *b)?;
                     union.finds_two_lazy(next, one, two, text, (&mut first_ends, &mut next_ends))?
                 }
-                _ => union.finds_two(next, text, (&mut first_ends, &mut next_ends))?,
+                _ => union.finds_two(next, text, (&mut first_ends, &mut next_ends), &program.patterns)?,
             };
             Some((next, found))
         });
         let found = match two {
             Some((_, (found, _))) => found,
-            None => union.finds(text, &mut first_ends, |i| s.engines.lazy(i)),
+            None => union.finds(text, &mut first_ends, &program.patterns, |i| s.engines.lazy(i)),
         };
         probe.spent(Cost::Unions(target), started);
         take_union(program, union, found.map(|f| (f, &first_ends)), text, state, s, probe);
@@ -1361,56 +1361,60 @@ mod tests {
     }
 
     #[test]
-    fn lazy_singletons_table() {
-        // A lazy pattern too big to share a union (over 4,000 NFA states with any other)
-        // is a union of one over its own DFA, so two such walk a text together, with the
-        // results they have alone: a plain one's hit decides it, a `multiple` one counts,
-        // a backtracking one asks its program. One with a byte every match holds stays
-        // alone: where the byte is missing, it makes no pass at all.
+    fn singletons_table() {
+        // A pattern too big to share a union is a union of one over its own DFA, so two
+        // such walk a text together, with the results they have alone: a plain one's hit
+        // decides it, a `multiple` one counts, a backtracking one asks its program. One
+        // with a byte every match holds stays alone: where the byte is missing, it makes
+        // no pass at all. Each tells apart its own letters: dense ones, runs of 9 classes,
+        // DFAs of 2^10 states whose unions have 2^20; lazy ones, runs of 2,010, two over
+        // a lazy union's 4,000 NFA states (and under 2,048 bytes, where rendered body
+        // lines are split).
         // Spelled out, not counted: a counted repeat would make a backtracking program.
-        // Two are over 4,000 NFA states; one is under 2,048 bytes, where rendered body
-        // lines are split.
-        let long = 2010;
-        let span = |class: &str| class.repeat(long);
-        let rules = alloc::format!(
-            "body B1 /[a-z]*[qxvw]{}[!?.,]/\nbody __B2 /[0-9]*[5678]{}[+=<>]/\n\
-             tflags __B2 multiple\nmeta MB __B2 == 2\nbody B3 /[A-Z]*[JKLM]{}[;:@%](?!q)/\n\
-             body B4 /[a-z]*[qxvw]{}~/\n",
-            span("[a-z]"),
-            span("[0-9]"),
-            span("[A-Z]"),
-            span("[a-z]")
-        );
-        let config = parse_str("test.cf", &rules).expect("rules parse");
-        let set = RuleSet::compile(&config).expect("rules compile");
-        let name = |p: u32| set.body.patterns.get(p as usize).map_or("", |c| set.rule_name(c.rule));
-        let mut singletons: Vec<(&str, bool)> = set
-            .body
-            .unions
-            .iter()
-            .filter(|u| matches!(u.automaton, crate::rules::unions::UnionAutomaton::Lazy(_)))
-            .map(|u| {
-                assert_eq!(u.members.len(), 1, "alone, each");
-                (u.members.first().map_or("", |&p| name(p)), u.decided == 1)
-            })
-            .collect();
-        singletons.sort_unstable();
-        assert_eq!(singletons, [("B1", true), ("B3", false), ("__B2", false)]);
-        let unfiltered: Vec<&str> = set.body.unfiltered.iter().map(|&p| name(p)).collect();
-        assert_eq!(unfiltered, ["B4"]);
-        let run = |first: &str, fill: &str, last: &str| alloc::format!("{first}{}{last}", fill.repeat(long));
-        let cases: &[(String, &[&str])] = &[
-            (alloc::format!("one {}\n", run("q", "a", "!")), &["B1"]),
-            (alloc::format!("{}\nthen {}\n{}\n", run("5", "0", "+"), run("J", "A", ";"), run("8", "1", "<")), &["B3", "MB"]),
-            // Searched again from the line of the first hit in the union, not after it.
-            (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("K", "B", "@")), &["B3"]),
-            (alloc::format!("{}\n{}\n", run("q", "a", "~"), run("6", "0", "=")), &["B4"]),
-            (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("w", "a", ",")), &["B1"]),
-        ];
-        for (body, want) in cases {
-            let (mut got, _) = hits(&rules, &alloc::format!("Subject: u\r\n\r\n{body}"));
-            got.sort_unstable();
-            assert_eq!(got, *want, "{:?}", body.get(..40));
+        type Kind = fn(&crate::rules::unions::UnionAutomaton) -> bool;
+        let own: Kind = |a| matches!(a, crate::rules::unions::UnionAutomaton::Own);
+        let lazy: Kind = |a| matches!(a, crate::rules::unions::UnionAutomaton::Lazy(_));
+        for (long, kind) in [(9, own), (2010, lazy)] {
+            let span = |class: &str| class.repeat(long);
+            let rules = alloc::format!(
+                "body B1 /[a-z]*[qxvw]{}[!?.,]/\nbody __B2 /[0-9]*[5678]{}[+=<>]/\n\
+                 tflags __B2 multiple\nmeta MB __B2 == 2\nbody B3 /[A-Z]*[JKLM]{}[;:@%](?!q)/\n\
+                 body B4 /[a-z]*[bcdf]{}~/\n",
+                span("[a-z]"),
+                span("[0-9]"),
+                span("[A-Z]"),
+                span("[a-z]")
+            );
+            let config = parse_str("test.cf", &rules).expect("rules parse");
+            let set = RuleSet::compile(&config).expect("rules compile");
+            let name = |p: u32| set.body.patterns.get(p as usize).map_or("", |c| set.rule_name(c.rule));
+            let mut singletons: Vec<(&str, bool)> = set
+                .body
+                .unions
+                .iter()
+                .map(|u| {
+                    assert!(kind(&u.automaton) && u.members.len() == 1, "{long}: alone, each, of its kind");
+                    (u.members.first().map_or("", |&p| name(p)), u.decided == 1)
+                })
+                .collect();
+            singletons.sort_unstable();
+            assert_eq!(singletons, [("B1", true), ("B3", false), ("__B2", false)], "{long}");
+            let unfiltered: Vec<&str> = set.body.unfiltered.iter().map(|&p| name(p)).collect();
+            assert_eq!(unfiltered, ["B4"], "{long}");
+            let run = |first: &str, fill: &str, last: &str| alloc::format!("{first}{}{last}", fill.repeat(long));
+            let cases: &[(String, &[&str])] = &[
+                (alloc::format!("one {}\n", run("q", "a", "!")), &["B1"]),
+                (alloc::format!("{}\nthen {}\n{}\n", run("5", "0", "+"), run("J", "A", ";"), run("8", "1", "<")), &["B3", "MB"]),
+                // Searched again from the line of the first hit in the union, not after it.
+                (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("K", "B", "@")), &["B3"]),
+                (alloc::format!("{}\n{}\n", run("b", "a", "~"), run("6", "0", "=")), &["B4"]),
+                (alloc::format!("{}\n{}\n", run("J", "A", ";q"), run("w", "a", ",")), &["B1"]),
+            ];
+            for (body, want) in cases {
+                let (mut got, _) = hits(&rules, &alloc::format!("Subject: u\r\n\r\n{body}"));
+                got.sort_unstable();
+                assert_eq!(got, *want, "{long}: {:?}", body.get(..40));
+            }
         }
     }
 

@@ -1390,7 +1390,8 @@ impl RuleSet {
                         .iter()
                         .map(|u| match &u.automaton {
                             UnionAutomaton::Dense(dfa) => dfa.memory_usage(),
-                            UnionAutomaton::Lazy(_) => 0,
+                            // Its member's own, counted with the patterns.
+                            UnionAutomaton::Lazy(_) | UnionAutomaton::Own => 0,
                         })
                         .sum::<usize>()
                     + p.prefilter.as_ref().map_or(0, |a| a.memory_usage())
@@ -1721,7 +1722,7 @@ mod tests {
                 .iter()
                 .filter_map(|u| match u.automaton {
                     UnionAutomaton::Lazy(i) => Some((u.members.clone(), u.decided, set.lazy_dfas.get(i)?.get_nfa().pattern_len())),
-                    UnionAutomaton::Dense(_) => None,
+                    UnionAutomaton::Dense(_) | UnionAutomaton::Own => None,
                 })
                 .collect();
             let mut scratch = Scratch::new(set);

@@ -17,7 +17,7 @@ use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::{Config, RuleKind};
 
@@ -50,6 +50,8 @@ pub(crate) enum UnionAutomaton {
     /// The rule set's lazy DFA of this index (for a union of one, its member's own),
     /// with a cache in each scratch.
     Lazy(usize),
+    /// A union of one over its member's own dense DFA (or dense screen).
+    Own,
 }
 
 /// Unfiltered line patterns searched as one DFA.
@@ -67,19 +69,38 @@ impl Union {
     /// by pattern id where the first match of each found one ends; `None` when the
     /// search failed and every member must search itself. One pass over the text, which
     /// stops once every member is found; a lazy union's DFA and this worker's cache for
-    /// it come from `lazy`, by the DFA's index.
+    /// it come from `lazy`, by the DFA's index; a union of one over its member's own
+    /// dense DFA finds it in `patterns`, its target's.
     pub(crate) fn finds<'e>(
         &self,
         text: &[u8],
         first_ends: &mut [u32; UNION_MEMBERS],
+        patterns: &[CompiledPattern],
         lazy: impl FnOnce(usize) -> Option<(&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache)>,
     ) -> Option<u64> {
         match &self.automaton {
-            UnionAutomaton::Dense(dfa) => self.finds_dense(dfa, text, first_ends),
+            UnionAutomaton::Dense(_) | UnionAutomaton::Own => self.finds_dense(self.dense(patterns)?, text, first_ends),
             UnionAutomaton::Lazy(i) => {
                 let (dfa, cache) = lazy(*i)?;
                 self.finds_lazy(dfa, cache, text, first_ends)
             }
+        }
+    }
+
+    /// The dense DFA of a dense union or of a union of one over its member's own, which
+    /// is in `patterns`.
+    fn dense<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a dense::DFA<Vec<u32>>> {
+        match &self.automaton {
+            UnionAutomaton::Dense(dfa) => Some(dfa),
+            UnionAutomaton::Own => match &patterns.get(*self.members.first()? as usize)?.matcher {
+                Matcher::Dense(dfa) => Some(dfa),
+                Matcher::Backtrack { relaxed, .. } => match &**relaxed {
+                    Matcher::Dense(dfa) => Some(dfa),
+                    _ => None,
+                },
+                Matcher::Lazy(_) => None,
+            },
+            UnionAutomaton::Lazy(_) => None,
         }
     }
 
@@ -90,16 +111,17 @@ impl Union {
     }
 
     /// [`Union::finds`] of `self` and `other` over the same text, each with its own
-    /// `first_ends`; `None` unless both are dense. The two walks take a byte each a
-    /// round: a DFA step waits on the load of the step before, so one walk leaves the
-    /// core idle where two overlap.
+    /// `first_ends`; `None` unless both are dense (`patterns` as for [`Union::finds`]).
+    /// The two walks take a byte each a round: a DFA step waits on the load of the step
+    /// before, so one walk leaves the core idle where two overlap.
     pub(crate) fn finds_two(
         &self,
         other: &Union,
         text: &[u8],
         first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
+        patterns: &[CompiledPattern],
     ) -> Option<(Option<u64>, Option<u64>)> {
-        let (UnionAutomaton::Dense(a), UnionAutomaton::Dense(b)) = (&self.automaton, &other.automaton) else { return None };
+        let (a, b) = (self.dense(patterns)?, other.dense(patterns)?);
         let (mut one, mut two) = (DenseWalk::new(self, a, text), DenseWalk::new(other, b, text));
         while one.outcome.is_none() && two.outcome.is_none() {
             let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
@@ -651,10 +673,10 @@ impl UnionPlan {
                     Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
                     Grouped::Lazy(nfa) => build_lazy(nfa, None, MatchKind::All, lazy).ok().map(UnionAutomaton::Lazy),
                 },
-                // A lazy pattern alone is a union of one with its own DFA, so that it can
-                // walk beside another union.
-                None if self.kind == UnionKind::Lazy => match members {
-                    &[p] => own_lazy(program, p, lazy).map(UnionAutomaton::Lazy),
+                // A pattern alone is a union of one over its own DFA, so that it can walk
+                // beside another union.
+                None => match members {
+                    &[p] => own_automaton(program, p, self.kind, lazy),
                     _ => None,
                 },
                 _ => None,
@@ -683,17 +705,22 @@ impl UnionPlan {
     }
 }
 
-/// The index of pattern `p`'s lazy DFA (or lazy screen's) when a pass of it as a
-/// union of one costs what its own search does: the DFA has no prefilter to skip with
-/// and the pattern no byte whose absence spares the pass.
-fn own_lazy(program: &TargetProgram, p: u32, lazy: &[hybrid::dfa::DFA]) -> Option<usize> {
+/// Pattern `p`'s own DFA (or screen's), of `kind`, as the automaton of a union of one,
+/// when a pass of it so costs what its own search does: the DFA has no prefilter to
+/// skip with and the pattern no byte whose absence spares the pass.
+fn own_automaton(program: &TargetProgram, p: u32, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
+    if program.pattern_required_byte.get(p as usize).is_some_and(Option::is_some) {
+        return None;
+    }
     let screen = match &program.patterns.get(p as usize)?.matcher {
         Matcher::Backtrack { relaxed, .. } => &**relaxed,
         m => m,
     };
-    let Matcher::Lazy(i) = *screen else { return None };
-    let no_byte = program.pattern_required_byte.get(p as usize).is_none_or(Option::is_none);
-    (no_byte && lazy.get(i)?.get_config().get_prefilter().is_none()).then_some(i)
+    match (kind, screen) {
+        (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_config().get_prefilter().is_none().then_some(UnionAutomaton::Lazy(*i)),
+        (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.get_prefilter().is_none().then_some(UnionAutomaton::Own),
+        _ => None,
+    }
 }
 
 /// The cache key of group `index` of the candidate list named `list`.
@@ -920,7 +947,7 @@ mod tests {
                 let found = match automaton {
                     Grouped::Dense(dfa) => {
                         let union = Union { automaton: UnionAutomaton::Dense(dfa), members, decided: 0 };
-                        union.finds(text.as_bytes(), &mut first_ends, |_| None)
+                        union.finds(text.as_bytes(), &mut first_ends, &[], |_| None)
                     }
                     Grouped::Lazy(nfa) => {
                         let mut lazy = Vec::new();
@@ -928,9 +955,9 @@ mod tests {
                         let union = Union { automaton: UnionAutomaton::Lazy(index), members, decided: 0 };
                         // A new cache builds states as it goes; a warm one steps four bytes a round.
                         let mut cache = lazy[index].create_cache();
-                        let cold = union.finds(text.as_bytes(), &mut first_ends, |i| Some((&lazy[i], &mut cache)));
+                        let cold = union.finds(text.as_bytes(), &mut first_ends, &[], |i| Some((&lazy[i], &mut cache)));
                         let mut warm_ends = [0u32; UNION_MEMBERS];
-                        let warm = union.finds(text.as_bytes(), &mut warm_ends, |i| Some((&lazy[i], &mut cache)));
+                        let warm = union.finds(text.as_bytes(), &mut warm_ends, &[], |i| Some((&lazy[i], &mut cache)));
                         assert_eq!((warm, warm_ends), (cold, first_ends), "{text:?} warm");
                         cold
                     }
@@ -971,8 +998,8 @@ mod tests {
             for (i, one) in unions.iter().enumerate() {
                 for two in unions.iter().skip(i + 1) {
                     let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                    let want = (one.finds(&text, &mut want_one, |_| None), two.finds(&text, &mut want_two, |_| None));
-                    let got = one.finds_two(two, &text, (&mut got_one, &mut got_two));
+                    let want = (one.finds(&text, &mut want_one, &[], |_| None), two.finds(&text, &mut want_two, &[], |_| None));
+                    let got = one.finds_two(two, &text, (&mut got_one, &mut got_two), &[]);
                     assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{:?}", core::str::from_utf8(&text));
                 }
             }
@@ -980,7 +1007,7 @@ mod tests {
         // A lazy union is not walked with another.
         let lazy = Union { automaton: UnionAutomaton::Lazy(0), members: alloc::vec![0], decided: 0 };
         let (mut a, mut b) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-        assert_eq!(unions[0].finds_two(&lazy, b"foo", (&mut a, &mut b)), None);
+        assert_eq!(unions[0].finds_two(&lazy, b"foo", (&mut a, &mut b), &[]), None);
     }
 
     #[test]
@@ -1007,7 +1034,7 @@ mod tests {
         unions.push(Union { automaton: UnionAutomaton::Lazy(index), members: alloc::vec![0], decided: 0 });
         let index_of = |u: &Union| match u.automaton {
             UnionAutomaton::Lazy(i) => i,
-            UnionAutomaton::Dense(_) => usize::MAX,
+            UnionAutomaton::Dense(_) | UnionAutomaton::Own => usize::MAX,
         };
         let (mut alone, mut paired): (Vec<_>, Vec<_>) = (lazy.iter().map(|d| d.create_cache()).collect(), lazy.iter().map(|d| d.create_cache()).collect());
         for text in random_texts(2000, 40, b"abcfoqxz12 \n") {
@@ -1015,7 +1042,7 @@ mod tests {
             for u in &unions {
                 let mut ends = [0u32; UNION_MEMBERS];
                 let i = index_of(u);
-                let found = u.finds(&text, &mut ends, |_| Some((&lazy[i], &mut alone[i])));
+                let found = u.finds(&text, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
                 want.push((found, ends));
             }
             let (own_found, own_ends) = want[4];
@@ -1058,8 +1085,8 @@ mod tests {
             let mut cache = lazy.first().expect("lazy union").create_cache();
             for text in random_texts(3000, 24, b"abc.\n") {
                 let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                let want = dense.finds(&text, &mut want_ends, |_| None);
-                let got = lazy_union.finds(&text, &mut got_ends, |i| Some((lazy.get(i)?, &mut cache)));
+                let want = dense.finds(&text, &mut want_ends, &[], |_| None);
+                let got = lazy_union.finds(&text, &mut got_ends, &[], |i| Some((lazy.get(i)?, &mut cache)));
                 assert_eq!((got, got_ends), (want, want_ends), "{members:?} {:?}", core::str::from_utf8(&text));
             }
         }
