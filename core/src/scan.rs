@@ -1308,20 +1308,22 @@ mod tests {
         }
     }
 
+    /// `rules` with each `<a-z>`, `<0-9>` and `<A-Z>` spelled out as `long` copies of its
+    /// class: a run a DFA must count (a counted repeat would make a backtracking program).
+    fn spelled(rules: &str, long: usize) -> String {
+        ["a-z", "0-9", "A-Z"].iter().fold(String::from(rules), |r, class| r.replace(&alloc::format!("<{class}>"), &alloc::format!("[{class}]").repeat(long)))
+    }
+
     #[test]
     fn lazy_unions_table() {
         // Unfiltered patterns whose DFAs are lazy (a byte 17 from the end: too many
         // states for a dense one) are searched as a lazy union, with the same results:
         // a plain one's hit decides it, a `multiple` one counts, a backtracking one asks
         // its program.
-        let span = |class: &str| class.repeat(16);
-        let rules = alloc::format!(
-            "body L1 /[a-z]*[qx]{}[!?]/\nbody L2 /[0-9]*[57]{}[+=]/\nbody __L3 /[A-Z]*[JK]{}[;:]/\n\
-             tflags __L3 multiple\nmeta M __L3 == 3\nbody L4 /[a-z]*[qx]{}[.,](?!q)/\n",
-            span("[a-z]"),
-            span("[0-9]"),
-            span("[A-Z]"),
-            span("[a-z]")
+        let rules = spelled(
+            "body L1 /[a-z]*[qx]<a-z>[!?]/\nbody L2 /[0-9]*[57]<0-9>[+=]/\nbody __L3 /[A-Z]*[JK]<A-Z>[;:]/\n\
+             tflags __L3 multiple\nmeta M __L3 == 3\nbody L4 /[a-z]*[qx]<a-z>[.,](?!q)/\n",
+            16,
         );
         let config = parse_str("test.cf", &rules).expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
@@ -1370,20 +1372,15 @@ mod tests {
         // DFAs of 2^10 states whose unions have 2^20; lazy ones, runs of 2,010, two over
         // a lazy union's 4,000 NFA states (and under 2,048 bytes, where rendered body
         // lines are split).
-        // Spelled out, not counted: a counted repeat would make a backtracking program.
         type Kind = fn(&crate::rules::unions::UnionAutomaton) -> bool;
         let own: Kind = |a| matches!(a, crate::rules::unions::UnionAutomaton::Own);
         let lazy: Kind = |a| matches!(a, crate::rules::unions::UnionAutomaton::Lazy(_));
         for (long, kind) in [(9, own), (2010, lazy)] {
-            let span = |class: &str| class.repeat(long);
-            let rules = alloc::format!(
-                "body B1 /[a-z]*[qxvw]{}[!?.,]/\nbody __B2 /[0-9]*[5678]{}[+=<>]/\n\
-                 tflags __B2 multiple\nmeta MB __B2 == 2\nbody B3 /[A-Z]*[JKLM]{}[;:@%](?!q)/\n\
-                 body B4 /[a-z]*[bcdf]{}~/\n",
-                span("[a-z]"),
-                span("[0-9]"),
-                span("[A-Z]"),
-                span("[a-z]")
+            let rules = spelled(
+                "body B1 /[a-z]*[qxvw]<a-z>[!?.,]/\nbody __B2 /[0-9]*[5678]<0-9>[+=<>]/\n\
+                 tflags __B2 multiple\nmeta MB __B2 == 2\nbody B3 /[A-Z]*[JKLM]<A-Z>[;:@%](?!q)/\n\
+                 body B4 /[a-z]*[bcdf]<a-z>~/\n",
+                long,
             );
             let config = parse_str("test.cf", &rules).expect("rules parse");
             let set = RuleSet::compile(&config).expect("rules compile");
