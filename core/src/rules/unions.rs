@@ -70,19 +70,25 @@ impl Union {
     /// search failed and every member must search itself. One pass over the text, which
     /// stops once every member is found; a lazy union's DFA and this worker's cache for
     /// it come from `lazy`, by the DFA's index; a union of one over its member's own
-    /// dense DFA finds it in `patterns`, its target's.
+    /// dense DFA finds it in `patterns`, its target's. The pass starts at `from`, a line
+    /// start before which no member can match.
     pub(crate) fn finds<'e>(
         &self,
         text: &[u8],
+        from: usize,
         first_ends: &mut [u32; UNION_MEMBERS],
         patterns: &[CompiledPattern],
         lazy: impl FnOnce(usize) -> Option<(&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache)>,
     ) -> Option<u64> {
         match &self.automaton {
-            UnionAutomaton::Dense(_) | UnionAutomaton::Own => self.finds_dense(self.dense(patterns)?, text, first_ends),
+            UnionAutomaton::Dense(_) | UnionAutomaton::Own => {
+                let mut walk = DenseWalk::new(self, self.dense(patterns)?, text, from);
+                walk.finish(text, first_ends)
+            }
             UnionAutomaton::Lazy(i) => {
                 let (dfa, cache) = lazy(*i)?;
-                self.finds_lazy(dfa, cache, text, first_ends)
+                let mut walk = LazyWalk::new(self, dfa, cache, text, from);
+                walk.finish(cache, text, first_ends)
             }
         }
     }
@@ -104,12 +110,6 @@ impl Union {
         }
     }
 
-    /// [`Union::finds`] of a dense union: skips with memchr where a state lets it.
-    fn finds_dense(&self, dfa: &dense::DFA<Vec<u32>>, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
-        let mut walk = DenseWalk::new(self, dfa, text);
-        walk.finish(text, first_ends)
-    }
-
     /// [`Union::finds`] of `self` and `other` over the same text, each with its own
     /// `first_ends`; `None` unless both are dense (`patterns` as for [`Union::finds`]).
     /// The two walks take a byte each a round: a DFA step waits on the load of the step
@@ -118,11 +118,12 @@ impl Union {
         &self,
         other: &Union,
         text: &[u8],
+        from: (usize, usize),
         first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
         patterns: &[CompiledPattern],
     ) -> Option<(Option<u64>, Option<u64>)> {
         let (a, b) = (self.dense(patterns)?, other.dense(patterns)?);
-        let (mut one, mut two) = (DenseWalk::new(self, a, text), DenseWalk::new(other, b, text));
+        let (mut one, mut two) = (DenseWalk::new(self, a, text, from.0), DenseWalk::new(other, b, text, from.1));
         while one.outcome.is_none() && two.outcome.is_none() {
             let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
             let (mut x, mut y) = (one.state, two.state);
@@ -162,18 +163,6 @@ impl Union {
         Some((one.finish(text, first_ends.0), two.finish(text, first_ends.1)))
     }
 
-    /// [`Union::finds`] of a lazy union, with this worker's cache of its DFA.
-    fn finds_lazy(
-        &self,
-        dfa: &hybrid::dfa::DFA,
-        cache: &mut hybrid::dfa::Cache,
-        text: &[u8],
-        first_ends: &mut [u32; UNION_MEMBERS],
-    ) -> Option<u64> {
-        let mut walk = LazyWalk::new(self, dfa, cache, text);
-        walk.finish(cache, text, first_ends)
-    }
-
     /// [`Union::finds_two`] of two lazy unions, each with this worker's cache of its
     /// DFA (`one` for `self`, `two` for `other`); `None` unless both are lazy.
     pub(crate) fn finds_two_lazy(
@@ -182,11 +171,12 @@ impl Union {
         one: (&hybrid::dfa::DFA, &mut hybrid::dfa::Cache),
         two: (&hybrid::dfa::DFA, &mut hybrid::dfa::Cache),
         text: &[u8],
+        from: (usize, usize),
         first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
     ) -> Option<(Option<u64>, Option<u64>)> {
         let (UnionAutomaton::Lazy(_), UnionAutomaton::Lazy(_)) = (&self.automaton, &other.automaton) else { return None };
         let ((a, cache_a), (b, cache_b)) = (one, two);
-        let (mut x, mut y) = (LazyWalk::new(self, a, cache_a, text), LazyWalk::new(other, b, cache_b, text));
+        let (mut x, mut y) = (LazyWalk::new(self, a, cache_a, text, from.0), LazyWalk::new(other, b, cache_b, text, from.1));
         while x.outcome.is_none() && y.outcome.is_none() {
             // A tagged state (a match) takes its next step through the checked path.
             if x.state.is_tagged() {
@@ -261,13 +251,14 @@ struct DenseWalk<'u> {
 }
 
 impl<'u> DenseWalk<'u> {
-    fn new(union: &'u Union, dfa: &'u dense::DFA<Vec<u32>>, text: &[u8]) -> DenseWalk<'u> {
-        let start = dfa.start_state_forward(&Input::new(text)).ok();
+    /// The pass from `from`, which it starts as the start of a text.
+    fn new(union: &'u Union, dfa: &'u dense::DFA<Vec<u32>>, text: &[u8], from: usize) -> DenseWalk<'u> {
+        let start = dfa.start_state_forward(&Input::new(text.get(from..).unwrap_or_default())).ok();
         DenseWalk {
             union,
             dfa,
             state: start.unwrap_or(StateID::ZERO),
-            at: 0,
+            at: from,
             found: 0,
             met: [(StateID::ZERO, 0u64); 8],
             outcome: if start.is_some() { None } else { Some(None) },
@@ -341,13 +332,14 @@ struct LazyWalk<'u> {
 }
 
 impl<'u> LazyWalk<'u> {
-    fn new(union: &'u Union, dfa: &'u hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8]) -> LazyWalk<'u> {
-        let start = dfa.start_state_forward(cache, &Input::new(text)).ok();
+    /// The pass from `from`, which it starts as the start of a text.
+    fn new(union: &'u Union, dfa: &'u hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], from: usize) -> LazyWalk<'u> {
+        let start = dfa.start_state_forward(cache, &Input::new(text.get(from..).unwrap_or_default())).ok();
         LazyWalk {
             union,
             dfa,
             state: start.unwrap_or_default(),
-            at: 0,
+            at: from,
             found: 0,
             outcome: if start.is_some() { None } else { Some(None) },
         }
@@ -707,11 +699,8 @@ impl UnionPlan {
 
 /// Pattern `p`'s own DFA (or screen's), of `kind`, as the automaton of a union of one,
 /// when a pass of it so costs what its own search does: the DFA has no prefilter to
-/// skip with and the pattern no byte whose absence spares the pass.
+/// skip with. (One whose matches need a byte starts at the line of its first.)
 fn own_automaton(program: &TargetProgram, p: u32, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
-    if program.pattern_required_byte.get(p as usize).is_some_and(Option::is_some) {
-        return None;
-    }
     let screen = match &program.patterns.get(p as usize)?.matcher {
         Matcher::Backtrack { relaxed, .. } => &**relaxed,
         m => m,
@@ -947,7 +936,7 @@ mod tests {
                 let found = match automaton {
                     Grouped::Dense(dfa) => {
                         let union = Union { automaton: UnionAutomaton::Dense(dfa), members, decided: 0 };
-                        union.finds(text.as_bytes(), &mut first_ends, &[], |_| None)
+                        union.finds(text.as_bytes(), 0, &mut first_ends, &[], |_| None)
                     }
                     Grouped::Lazy(nfa) => {
                         let mut lazy = Vec::new();
@@ -955,9 +944,9 @@ mod tests {
                         let union = Union { automaton: UnionAutomaton::Lazy(index), members, decided: 0 };
                         // A new cache builds states as it goes; a warm one steps four bytes a round.
                         let mut cache = lazy[index].create_cache();
-                        let cold = union.finds(text.as_bytes(), &mut first_ends, &[], |i| Some((&lazy[i], &mut cache)));
+                        let cold = union.finds(text.as_bytes(), 0, &mut first_ends, &[], |i| Some((&lazy[i], &mut cache)));
                         let mut warm_ends = [0u32; UNION_MEMBERS];
-                        let warm = union.finds(text.as_bytes(), &mut warm_ends, &[], |i| Some((&lazy[i], &mut cache)));
+                        let warm = union.finds(text.as_bytes(), 0, &mut warm_ends, &[], |i| Some((&lazy[i], &mut cache)));
                         assert_eq!((warm, warm_ends), (cold, first_ends), "{text:?} warm");
                         cold
                     }
@@ -998,8 +987,8 @@ mod tests {
             for (i, one) in unions.iter().enumerate() {
                 for two in unions.iter().skip(i + 1) {
                     let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                    let want = (one.finds(&text, &mut want_one, &[], |_| None), two.finds(&text, &mut want_two, &[], |_| None));
-                    let got = one.finds_two(two, &text, (&mut got_one, &mut got_two), &[]);
+                    let want = (one.finds(&text, 0, &mut want_one, &[], |_| None), two.finds(&text, 0, &mut want_two, &[], |_| None));
+                    let got = one.finds_two(two, &text, (0, 0), (&mut got_one, &mut got_two), &[]);
                     assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{:?}", core::str::from_utf8(&text));
                 }
             }
@@ -1007,7 +996,7 @@ mod tests {
         // A lazy union is not walked with another.
         let lazy = Union { automaton: UnionAutomaton::Lazy(0), members: alloc::vec![0], decided: 0 };
         let (mut a, mut b) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-        assert_eq!(unions[0].finds_two(&lazy, b"foo", (&mut a, &mut b), &[]), None);
+        assert_eq!(unions[0].finds_two(&lazy, b"foo", (0, 0), (&mut a, &mut b), &[]), None);
     }
 
     #[test]
@@ -1042,7 +1031,7 @@ mod tests {
             for u in &unions {
                 let mut ends = [0u32; UNION_MEMBERS];
                 let i = index_of(u);
-                let found = u.finds(&text, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
+                let found = u.finds(&text, 0, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
                 want.push((found, ends));
             }
             let (own_found, own_ends) = want[4];
@@ -1053,7 +1042,7 @@ mod tests {
                     let (a, b) = (index_of(one), index_of(two));
                     let (low, high) = paired.split_at_mut(b);
                     let (mut ends_one, mut ends_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                    let got = one.finds_two_lazy(two, (&lazy[a], &mut low[a]), (&lazy[b], &mut high[0]), &text, (&mut ends_one, &mut ends_two));
+                    let got = one.finds_two_lazy(two, (&lazy[a], &mut low[a]), (&lazy[b], &mut high[0]), &text, (0, 0), (&mut ends_one, &mut ends_two));
                     let (want_one, want_two) = (want[i], want[j]);
                     assert_eq!(got, Some((want_one.0, want_two.0)), "{i} {j} {:?}", core::str::from_utf8(&text));
                     assert_eq!((ends_one, ends_two), (want_one.1, want_two.1), "{i} {j} {:?}", core::str::from_utf8(&text));
@@ -1085,8 +1074,8 @@ mod tests {
             let mut cache = lazy.first().expect("lazy union").create_cache();
             for text in random_texts(3000, 24, b"abc.\n") {
                 let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                let want = dense.finds(&text, &mut want_ends, &[], |_| None);
-                let got = lazy_union.finds(&text, &mut got_ends, &[], |i| Some((lazy.get(i)?, &mut cache)));
+                let want = dense.finds(&text, 0, &mut want_ends, &[], |_| None);
+                let got = lazy_union.finds(&text, 0, &mut got_ends, &[], |i| Some((lazy.get(i)?, &mut cache)));
                 assert_eq!((got, got_ends), (want, want_ends), "{members:?} {:?}", core::str::from_utf8(&text));
             }
         }
