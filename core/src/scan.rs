@@ -665,10 +665,10 @@ fn advance_epoch(epoch: &mut u32, marks: &mut [&mut [u32]]) -> u32 {
     *epoch
 }
 
-/// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
 /// A lazy DFA and this worker's cache for it.
 type LazyEngine<'e> = (&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache);
 
+/// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
     caches: &'s mut [CacheSlot],
@@ -905,16 +905,19 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         _ => Some(0),
     };
     let mut i = 0;
+    // The start of union `i` when the pass before looked it up already.
+    let mut known_start = None;
     while let Some(union) = program.unions.get(i) {
-        let Some(from) = start_of(union) else {
+        let Some(from) = known_start.take().unwrap_or_else(|| start_of(union)) else {
             i += 1;
             continue;
         };
         let started = probe.now();
         let (mut first_ends, mut next_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+        let next_start = program.unions.get(i + 1).map(start_of);
         // Two dense unions, or two lazy ones, walk the text together.
         let two = program.unions.get(i + 1).and_then(|next| {
-            let froms = (from, start_of(next)?);
+            let froms = (from, next_start??);
             let found = match (&union.automaton, &next.automaton) {
                 (UnionAutomaton::Lazy(a), UnionAutomaton::Lazy(b)) => {
                     let (one, two) = s.engines.lazy_two(*a, *b)?;
@@ -932,6 +935,9 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         take_union(program, union, found.map(|f| (f, &first_ends)), text, state, s, probe);
         if let Some((next, (_, next_found))) = two {
             take_union(program, next, next_found.map(|f| (f, &next_ends)), text, state, s, probe);
+        }
+        if two.is_none() {
+            known_start = next_start;
         }
         i += if two.is_some() { 2 } else { 1 };
     }

@@ -348,23 +348,17 @@ impl<'u> LazyWalk<'u> {
     /// Takes `next`, the state after the byte at `at` from untagged `state`: one not
     /// built yet is built now; a tagged one is a match, or the end of the pass.
     fn take(&mut self, next: LazyStateID, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
-        let next = if next.is_unknown() {
-            match text.get(self.at).map(|&byte| self.dfa.next_state(cache, self.state, byte)) {
-                Some(Ok(next)) => next,
-                _ => {
-                    self.outcome = Some(None);
-                    return;
-                }
-            }
-        } else {
-            next
-        };
+        if next.is_unknown() {
+            self.step_checked(cache, text, first_ends);
+            return;
+        }
         self.state = next;
         self.at += 1;
         self.tagged(cache, first_ends);
     }
 
-    /// One step from a tagged state, through the checked path (which builds states).
+    /// One step through the checked path, which builds a state not built yet (and the
+    /// only one a tagged state may take).
     fn step_checked(&mut self, cache: &mut hybrid::dfa::Cache, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
         let Some(&byte) = text.get(self.at) else {
             self.outcome = Some(self.end(cache, text, first_ends));
