@@ -13,6 +13,7 @@ use crate::msg::{self, release_above, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
+use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
@@ -50,6 +51,8 @@ pub struct Scratch {
     /// Scans made with this scratch: when each cache was last used.
     scans: u64,
     backtrack: BacktrackScratch,
+    /// The ends of the chains a repeated pattern's search keeps (`rules::repeat`).
+    repeat_ends: Vec<u16>,
     eval: EvalScratch,
 }
 
@@ -94,6 +97,7 @@ impl Scratch {
             cache_budget: usize::MAX,
             scans: 0,
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
+            repeat_ends: alloc::vec![0; ENDS_START],
             eval: EvalScratch::default(),
         }
     }
@@ -121,6 +125,11 @@ impl Scratch {
         let mut freed = self.msg.release_above(bytes) + release_above(&mut names.out, bytes);
         for v in names.work.iter_mut() {
             freed += release_above(v, bytes);
+        }
+        let repeat_bytes = self.repeat_ends.capacity() * 2;
+        if self.repeat_ends.len() > ENDS_START && repeat_bytes > bytes {
+            self.repeat_ends = alloc::vec![0; ENDS_START];
+            freed += repeat_bytes;
         }
         freed + release_above(&mut self.header_text.all, bytes) + release_above(&mut self.header_text.target, bytes)
     }
@@ -316,6 +325,7 @@ impl RuleSet {
                 scan: scratch.scans,
                 programs: &self.programs,
                 backtrack: &mut scratch.backtrack,
+                repeat_ends: &mut scratch.repeat_ends,
             },
         };
         let eval = &mut scratch.eval;
@@ -668,6 +678,14 @@ fn advance_epoch(epoch: &mut u32, marks: &mut [&mut [u32]]) -> u32 {
 /// A lazy DFA and this worker's cache for it.
 type LazyEngine<'e> = (&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache);
 
+/// Lazy DFA `i` of `dfas` with its cache in `caches` (made on first use), marked as used
+/// by scan `scan`.
+fn lazy_engine<'e>(dfas: &'e [hybrid::dfa::DFA], caches: &'e mut [CacheSlot], scan: u64, i: usize) -> Option<LazyEngine<'e>> {
+    let (dfa, slot) = (dfas.get(i)?, caches.get_mut(i)?);
+    slot.last_scan = scan;
+    Some((dfa, slot.cache.get_or_insert_with(|| dfa.create_cache())))
+}
+
 /// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
@@ -676,15 +694,21 @@ pub(crate) struct Engines<'s> {
     scan: u64,
     programs: &'s [Program],
     backtrack: &'s mut BacktrackScratch,
+    repeat_ends: &'s mut Vec<u16>,
 }
 
 impl Engines<'_> {
     /// Lazy DFA `i` with this scratch's cache for it (made on first use), marked as used
     /// by this scan.
     fn lazy(&mut self, i: usize) -> Option<(&hybrid::dfa::DFA, &mut hybrid::dfa::Cache)> {
-        let (dfa, slot) = (self.dfas.get(i)?, self.caches.get_mut(i)?);
-        slot.last_scan = self.scan;
-        Some((dfa, slot.cache.get_or_insert_with(|| dfa.create_cache())))
+        lazy_engine(self.dfas, self.caches, self.scan, i)
+    }
+
+    /// Lazy DFA `i`, the part of a repeat, as [`Engines::lazy`], with the scratch its
+    /// chains keep their ends in.
+    fn repeat(&mut self, i: usize) -> Option<(&hybrid::dfa::DFA, &mut hybrid::dfa::Cache, &mut Vec<u16>)> {
+        let (dfa, cache) = lazy_engine(self.dfas, self.caches, self.scan, i)?;
+        Some((dfa, cache, &mut *self.repeat_ends))
     }
 
     /// Lazy DFAs `i` and `j` (not the same) with their caches, as [`Engines::lazy`].
@@ -1084,6 +1108,11 @@ pub(crate) fn count_matches(matcher: &Matcher, hay: &[u8], max: u32, engines: &m
             None => 0,
         };
     }
+    if let Matcher::Repeat(repeat) = matcher {
+        // Built only for rules counting one hit: whether `hay` matches.
+        let Some((dfa, cache, ends)) = engines.repeat(repeat.unit) else { return 0 };
+        return u32::from(max > 0 && repeat.is_match(dfa, cache, hay, ends));
+    }
     let mut count = 0u32;
     let mut pos = 0usize;
     while count < max && pos <= hay.len() {
@@ -1117,12 +1146,13 @@ fn count_from(matcher: &Matcher, hay: &[u8], starts: &[u32], max: u32, engines: 
     count
 }
 
-/// The end of the first match of a DFA `matcher` in `input` (none for a backtracking one).
+/// The end of the first match of a DFA `matcher` in `input` (none for a backtracking or
+/// a repeat one).
 fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Option<HalfMatch> {
     match matcher {
         Matcher::Dense(dfa) => dfa.try_search_fwd(input).ok().flatten(),
         Matcher::Lazy(i) => engines.lazy(*i).and_then(|(dfa, cache)| dfa.try_search_fwd(cache, input).ok().flatten()),
-        Matcher::Backtrack { .. } => None,
+        Matcher::Backtrack { .. } | Matcher::Repeat(_) => None,
     }
 }
 
@@ -1449,6 +1479,35 @@ mod tests {
     }
 
     #[test]
+    fn repeats_table() {
+        // `X{2}` whose DFA is too big to be dense (an `a` 15 places back, twice) searches
+        // as a chain of X's matches in a rule counting one hit; a `multiple` one counts
+        // with the whole pattern's automata.
+        let x = "x[ab]*a[ab]{14}y";
+        let rules = alloc::format!("body R /(?:{x}){{2}}/\nbody __M /(?:{x}){{2}}/\ntflags __M multiple\nmeta M __M == 2\n");
+        let config = parse_str("test.cf", &rules).expect("rules parse");
+        let set = RuleSet::compile(&config).expect("rules compile");
+        let kinds: Vec<(&str, bool)> =
+            set.body.patterns.iter().map(|c| (set.rule_name(c.rule), matches!(c.matcher, Matcher::Repeat(_)))).collect();
+        assert_eq!(kinds, [("R", true), ("__M", false)]);
+        let one = alloc::format!("xa{}y", "b".repeat(14));
+        let cases: &[(String, &[&str])] = &[
+            (alloc::format!("{one}{one}\n"), &["R"]),
+            (alloc::format!("{one}{one}{one}{one}\n"), &["M", "R"]),
+            (alloc::format!("{one}\n{one}\n"), &[]),
+            (alloc::format!("{one} {one}\n"), &[]),
+            (alloc::format!("{one}xa{}y\n", "b".repeat(13)), &[]),
+            (alloc::format!("zz{one}xab{}ay\n", "b".repeat(12)), &["R"]),
+            (alloc::format!("zz{one}xab{}ay\n", "b".repeat(13)), &[]),
+        ];
+        for (body, want) in cases {
+            let (mut got, _) = hits(&rules, &alloc::format!("Subject: u\r\n\r\n{body}"));
+            got.sort_unstable();
+            assert_eq!(got, *want, "{body}");
+        }
+    }
+
+    #[test]
     fn keep_repeated_table() {
         let cases: &[(&[u32], usize, &[u32])] = &[
             (&[], 2, &[]),
@@ -1678,8 +1737,15 @@ mod tests {
             let raw = Message::parse(message.as_bytes(), &mut bufs).raw().to_vec();
             let mut caches: Vec<CacheSlot> = set.lazy_dfas.iter().map(|_| CacheSlot::default()).collect();
             let mut backtrack = BacktrackScratch::for_programs(set.programs.iter());
-            let mut engines =
-                Engines { dfas: &set.lazy_dfas, caches: &mut caches, scan: 0, programs: &set.programs, backtrack: &mut backtrack };
+            let mut repeat_ends = Vec::new();
+            let mut engines = Engines {
+                dfas: &set.lazy_dfas,
+                caches: &mut caches,
+                scan: 0,
+                programs: &set.programs,
+                backtrack: &mut backtrack,
+                repeat_ends: &mut repeat_ends,
+            };
             let whole = count_matches(matcher, &raw, *max, &mut engines);
             let mut scratch = Scratch::new(&set);
             let got = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| h.count).next().unwrap_or(0);

@@ -23,11 +23,14 @@ use super::literal::{Required, RequiredByte};
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 9;
+const FORMAT: u32 = 10;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
 const NON_ASCII: u32 = 2;
+/// Entry flags: the bits above this hold how many times the pattern repeats the kept
+/// NFA (none: once, the NFA is the pattern's).
+const TIMES_SHIFT: u32 = 8;
 /// Bytes before the part of an image its checksum covers: magic, format, checksum.
 const HEADER: usize = 20;
 /// Entries in an image, at most: a bound on what a corrupt header can ask for.
@@ -54,6 +57,8 @@ struct Entry {
     dfa: Option<Stored>,
     /// For a lazy one, its NFA's image (`nfa_image`): rebuilt without parsing.
     nfa: Option<Stored>,
+    /// How many times the pattern repeats `nfa`'s (1: `nfa` is the pattern's own).
+    times: u32,
     required: Option<Required>,
     required_byte: Option<RequiredByte>,
     prefix: Option<Vec<Vec<u8>>>,
@@ -74,6 +79,8 @@ pub(crate) struct Cached {
     pub(crate) dfa: Option<dense::DFA<Vec<u32>>>,
     /// When there is no dense DFA: the NFA its lazy DFA runs, if it was kept.
     pub(crate) nfa: Option<thompson::NFA>,
+    /// How many times the pattern repeats `nfa`'s (1: `nfa` is the pattern's own).
+    pub(crate) times: u32,
     /// Its prefilter literals (see `literal::requirement`).
     pub(crate) required: Option<Required>,
     /// Without those, a byte one of which every match holds.
@@ -96,6 +103,7 @@ pub(crate) struct EntryWork<'a> {
     image: &'a [u8],
     dfa: &'a Option<Stored>,
     nfa: &'a Option<Stored>,
+    times: u32,
     required: &'a Option<Required>,
     required_byte: &'a Option<RequiredByte>,
     ready: &'a mut Option<Option<Cached>>,
@@ -106,23 +114,24 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.dfa, self.nfa, self.required, self.required_byte));
+            *self.ready = Some(rebuild_automata(self.image, self.dfa, (self.nfa, self.times), self.required, self.required_byte));
         }
     }
 }
 
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
-    let mut cached = rebuild_automata(image, &entry.dfa, &entry.nfa, &entry.required, &entry.required_byte)?;
+    let mut cached = rebuild_automata(image, &entry.dfa, (&entry.nfa, entry.times), &entry.required, &entry.required_byte)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
 
-/// An entry's DFA or NFA rebuilt, without its prefilter.
+/// An entry's DFA or NFA (with the times the pattern repeats it) rebuilt, without its
+/// prefilter.
 fn rebuild_automata(
     image: &[u8],
     dfa: &Option<Stored>,
-    nfa: &Option<Stored>,
+    (nfa, times): (&Option<Stored>, u32),
     required: &Option<Required>,
     required_byte: &Option<RequiredByte>,
 ) -> Option<Cached> {
@@ -131,7 +140,7 @@ fn rebuild_automata(
         Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
     };
     let nfa = nfa.as_ref().and_then(|stored| nfa_from_image(stored.bytes(image)));
-    Some(Cached { dfa, nfa, required: required.clone(), required_byte: required_byte.clone(), prefilter: None })
+    Some(Cached { dfa, nfa, times, required: required.clone(), required_byte: required_byte.clone(), prefilter: None })
 }
 
 /// Why a cache image was not read.
@@ -263,7 +272,8 @@ impl DfaCache {
                     Some(Stored::Image(start..r.pos))
                 }
             };
-            entries.insert(key, Entry { dfa, nfa, required, required_byte, prefix, ready: None });
+            let times = (flags >> TIMES_SHIFT).max(1);
+            entries.insert(key, Entry { dfa, nfa, times, required, required_byte, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -278,14 +288,14 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, required, required_byte, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, times, required, required_byte, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
                     prefilters.len() - 1
                 })
             });
-            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, required, required_byte, ready, prefilter_job })));
+            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, times: *times, required, required_byte, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -339,6 +349,9 @@ impl DfaCache {
             let mut flags = if entry.required.as_ref().is_some_and(|r| r.starts_match) { STARTS_MATCH } else { 0 };
             if entry.required_byte == Some(RequiredByte::NonAscii) {
                 flags |= NON_ASCII;
+            }
+            if entry.times > 1 {
+                flags |= entry.times << TIMES_SHIFT;
             }
             out.extend_from_slice(&flags.to_le_bytes());
             put_list(&mut out, entry.required.as_ref().map(|r| r.literals.as_slice()));
@@ -453,12 +466,13 @@ impl DfaCache {
     }
 
     /// Records what compiling `key` gave: its dense DFA (`None`: too big), else the
-    /// NFA of its lazy DFA, its required literals and its prefix literals.
+    /// NFA of a lazy DFA with the times the pattern repeats it (1: the pattern's own),
+    /// its required literals and its prefix literals.
     pub(crate) fn put(
         &mut self,
         key: Key,
         dfa: Option<&dense::DFA<Vec<u32>>>,
-        nfa: Option<&thompson::NFA>,
+        nfa: Option<(&thompson::NFA, u32)>,
         required: Option<&Required>,
         required_byte: Option<&RequiredByte>,
         prefix: Option<&[Vec<u8>]>,
@@ -469,7 +483,8 @@ impl DfaCache {
         });
         let entry = Entry {
             dfa,
-            nfa: nfa.and_then(nfa_image).map(Stored::Owned),
+            nfa: nfa.and_then(|(nfa, _)| nfa_image(nfa)).map(Stored::Owned),
+            times: nfa.map_or(1, |(_, times)| times),
             required: required.cloned(),
             required_byte: required_byte.cloned(),
             prefix: prefix.map(<[_]>::to_vec),
@@ -840,7 +855,8 @@ mod tests {
         let mut good = DfaCache::new();
         let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3, starts_match: true });
         let x = [b"x".to_vec()];
-        good.put(key(&[b"a"]), None, Some(&nfa("ab+c")), required.as_ref(), None, Some(&x));
+        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), required.as_ref(), None, Some(&x));
+        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), None, None, None);
         good.put(key(&[b"b"]), None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), None);
         good.put(key(&[b"n"]), None, None, None, Some(&RequiredByte::NonAscii), None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
@@ -851,7 +867,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x09\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x0a\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -863,11 +879,11 @@ mod tests {
             *b ^= 1;
         }
         let cases: &[(&[u8], Result<usize, CacheError>)] = &[
-            (&image, Ok(3)),
+            (&image, Ok(4)),
             (b"", Err(CacheError::Truncated)),
-            (b"NOTADFA\0\x09\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
-            (b"SIFTDFA\0\x08\0\0\0\0\0\0\0", Err(CacheError::Version(8))),
-            (b"SIFTDFA\0\x09\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"NOTADFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
+            (b"SIFTDFA\0\x09\0\0\0\0\0\0\0", Err(CacheError::Version(9))),
+            (b"SIFTDFA\0\x0a\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -887,6 +903,10 @@ mod tests {
             let a_states = a.nfa.map(|n| n.states().to_vec());
             assert_eq!((a.dfa.is_none(), a.required, a.required_byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
+            assert_eq!(a.times, 1);
+            // A repeat's part comes back with its times.
+            let r = read.get(&key(&[b"r"])).expect("entry r");
+            assert_eq!((r.times, r.nfa.map(|n| n.states().to_vec()).as_deref() == Some(nfa("ab+c").states())), (5, true));
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
             assert_eq!(b.required_byte, Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])));
@@ -901,7 +921,7 @@ mod tests {
             assert_eq!(alloc::format!("{again:?}"), alloc::format!("{first:?}"));
             assert!(shelf.program("a(b)c", false, || eval("a(b)c")).is_ok());
             read.return_programs(shelf);
-            assert_eq!((read.hits(), read.misses()), (5, 1));
+            assert_eq!((read.hits(), read.misses()), (6, 1));
             // Taken programs keep their images: the next start finds both.
             let mut next = DfaCache::from_bytes(&read.to_bytes()).expect("rewritten image reads back");
             let mut shelf = next.lend_programs();
@@ -924,7 +944,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some(&nfa("ab+c")), None, None, *needles);
+            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

@@ -22,6 +22,7 @@ use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::literal::LiteralAutomaton;
+use super::repeat::{self, Openings, Repeat};
 use super::unions::{Union, UnionAutomaton, UnionKind, UnionPlan};
 use super::perl;
 use super::{
@@ -254,6 +255,10 @@ pub(crate) enum Matcher {
     /// at least whatever Perl matches) screens the text, then the bounded backtracking
     /// program (index into `RuleSet::programs`) decides.
     Backtrack { relaxed: alloc::boxed::Box<Matcher>, program: u32 },
+    /// A line pattern that repeats one part, searched as a chain of the part's
+    /// matches: its own DFA would be too big (see [`super::repeat`]). Whether a line
+    /// matches, no more: only for rules that count one hit.
+    Repeat(alloc::boxed::Box<Repeat>),
 }
 
 /// One compiled pattern of a target.
@@ -429,6 +434,8 @@ enum Span {
     Whole,
     /// `\n`-separated lines (body, rawbody, uri), each matched on its own.
     Lines,
+    /// Lines, of a rule that counts one hit: only whether a line matches is asked.
+    LinesOnce,
     /// The whole message (`full`): when the required literals start every match, it is
     /// searched only where they occur, so its DFA starts anchored too.
     Message,
@@ -450,6 +457,7 @@ fn pattern_key(tag: &[u8], source: &str, span: Span, dense_limit: usize) -> cach
     let span_tag: &[u8] = match span {
         Span::Whole => b"whole",
         Span::Lines => b"lines",
+        Span::LinesOnce => b"lines once",
         Span::Message => b"message",
     };
     cache::key(&[
@@ -480,7 +488,13 @@ fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mu
             dfa.set_prefilter(prefilter);
             Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte })
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, prefilter }) => {
+        Some(Cached { dfa: None, nfa: Some(part), times, required, required_byte, .. }) if times > 1 => {
+            match build_repeat(part, times, lazy)? {
+                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, required_byte }),
+                None => Lookup::TooBig,
+            }
+        }
+        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, prefilter, .. }) => {
             Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?), required, required_byte })
         }
         Some(_) => Lookup::TooBig,
@@ -525,31 +539,67 @@ fn compile_matcher(
     let required_byte = if required.is_none() { literal::required_byte(&hir) } else { None };
     let searched = match span {
         Span::Whole | Span::Message => hir,
-        Span::Lines => line_local(&hir, 0),
+        Span::Lines | Span::LinesOnce => line_local(&hir, 0),
     };
     // A line pattern behind prefilter literals runs only on the lines holding them: a
     // prefix prefilter saves little there, and costs a build at every start.
     let prefix = match (span, &required) {
-        (Span::Lines, Some(_)) => None,
+        (Span::Lines | Span::LinesOnce, Some(_)) => None,
         _ => prefix_needles(&searched, prefilters),
     };
     let prefilter = prefix.as_deref().and_then(|p| prefilters.fast(p));
     let nfa = build_nfa(&searched)?;
-    let built = match (dense, dense_limit) {
+    let built = match (&*dense, dense_limit) {
         (Dense::Skip, _) | (_, None) => None,
-        (Dense::Build, Some(limit)) => build_dense(&nfa, prefilter.clone(), anchored, limit),
-        (Dense::Cached(c), Some(limit)) => {
-            let dfa = build_dense(&nfa, prefilter.clone(), anchored, limit);
-            let kept_nfa = if dfa.is_none() { Some(&nfa) } else { None };
-            c.put(key, dfa.as_ref(), kept_nfa, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
-            dfa
-        }
+        (_, Some(limit)) => build_dense(&nfa, prefilter.clone(), anchored, limit),
     };
-    let matcher = match built {
-        Some(dfa) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
-        None => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
+    // Too big to be dense: a rule counting one hit may chain the part its pattern repeats.
+    let repeat = match (&built, span) {
+        (None, Span::LinesOnce) => repeat_of(&searched, lazy)?,
+        _ => None,
+    };
+    if let (Dense::Cached(c), Some(_)) = (dense, dense_limit) {
+        let kept_nfa = match (&built, &repeat) {
+            (Some(_), _) => None,
+            (None, Some((r, part))) => Some((part, r.times)),
+            (None, None) => Some((&nfa, 1)),
+        };
+        c.put(key, built.as_ref(), kept_nfa, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
+    }
+    let matcher = match (built, repeat) {
+        (Some(dfa), _) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
+        (None, Some((r, _))) => Matcher::Repeat(alloc::boxed::Box::new(r)),
+        (None, None) => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
     };
     Ok(Built { matcher, required, required_byte })
+}
+
+/// Most pairs of bytes (of 65,536) the part of a [`Repeat`] may start with. Its chain
+/// walks from every place one of them is; a part that starts almost anywhere (`.` or
+/// `\W` in front) would walk from most places, which costs more than one pass of the
+/// whole pattern's DFA. The stock parts start with 348 (`__FILL_THIS_FORM_LONG2`) and
+/// 910 (`__FILL_THIS_FORM_LONG1`, whose line numbers may start with `(`).
+const REPEAT_PAIRS: u32 = 4096;
+
+/// The chain of the part `hir` repeats, with the part's NFA, when it is one and
+/// starts with few enough pairs of bytes.
+fn repeat_of(hir: &Hir, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<(Repeat, thompson::NFA)>, DisabledReason> {
+    let Some((part, times)) = repeat::split(hir) else { return Ok(None) };
+    let nfa = build_nfa(part)?;
+    Ok(build_repeat(nfa.clone(), times, lazy)?.map(|r| (r, nfa)))
+}
+
+/// The chain of `times` matches of `part`, whose lazy DFA joins `lazy`; `None` when it
+/// starts with too many pairs of bytes.
+fn build_repeat(part: thompson::NFA, times: u32, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<Repeat>, DisabledReason> {
+    let unit = build_lazy(part, None, MatchKind::All, lazy)?;
+    match lazy.get(unit).and_then(Openings::of) {
+        Some(openings) if openings.pairs() <= REPEAT_PAIRS => Ok(Some(Repeat { unit, times, openings })),
+        _ => {
+            lazy.pop();
+            Ok(None)
+        }
+    }
 }
 
 /// The cache key of the backtracking compile of `perl`.
@@ -968,7 +1018,12 @@ impl RuleSet {
         match &def.kind {
             RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Full(p) | RuleKind::Uri(p) => {
                 let which = target_program(&def.kind).unwrap_or(0);
-                let span = if which == 2 { Span::Message } else { Span::Lines };
+                let once = self.rules.get(rule as usize).is_some_and(|r| r.max_hits == 1);
+                let span = match (which, once) {
+                    (2, _) => Span::Message,
+                    (_, true) => Span::LinesOnce,
+                    (_, false) => Span::Lines,
+                };
                 let built = self.build_pattern(p, span, dense)?;
                 let rule_type = RuleType::of(&def.kind);
                 self.note_matcher(rule_type, &built);
@@ -1177,7 +1232,7 @@ impl RuleSet {
                 Matcher::Lazy(i) => i,
                 _ => return Ok(None),
             },
-            Matcher::Dense(_) => return Ok(None),
+            Matcher::Dense(_) | Matcher::Repeat(_) => return Ok(None),
         };
         if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
             return Ok(None);
@@ -1193,7 +1248,7 @@ impl RuleSet {
             let bytes = match &screen.matcher {
                 Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
                 Matcher::Dense(_) => usize::MAX,
-                Matcher::Lazy(_) => {
+                Matcher::Lazy(_) | Matcher::Repeat(_) => {
                     self.lazy_dfas.pop();
                     usize::MAX
                 }
@@ -1226,7 +1281,7 @@ impl RuleSet {
         let counts = self.summary.get_mut(rule_type);
         let lazy = match &built.matcher {
             Matcher::Backtrack { relaxed, .. } => matches!(**relaxed, Matcher::Lazy(_)),
-            m => matches!(m, Matcher::Lazy(_)),
+            m => matches!(m, Matcher::Lazy(_) | Matcher::Repeat(_)),
         };
         if dense && lazy {
             counts.lazy += 1;
@@ -1377,7 +1432,7 @@ impl RuleSet {
         fn matcher(m: &Matcher) -> usize {
             match m {
                 Matcher::Dense(d) => d.memory_usage(),
-                Matcher::Lazy(_) => 0,
+                Matcher::Lazy(_) | Matcher::Repeat(_) => 0,
                 Matcher::Backtrack { relaxed, .. } => matcher(relaxed),
             }
         }

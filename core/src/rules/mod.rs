@@ -395,5 +395,6 @@ pub struct EvalSettings {
 
 pub(crate) mod compile;
 pub(crate) mod literal;
+pub(crate) mod repeat;
 pub(crate) mod unions;
 pub use compile::{CompileError, Disabled, DisabledReason, RuleSet, RuleSummary, RuleType, TypeCounts};

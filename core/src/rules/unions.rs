@@ -104,7 +104,7 @@ impl Union {
                     Matcher::Dense(dfa) => Some(dfa),
                     _ => None,
                 },
-                Matcher::Lazy(_) => None,
+                Matcher::Lazy(_) | Matcher::Repeat(_) => None,
             },
             UnionAutomaton::Lazy(_) => None,
         }
@@ -642,7 +642,7 @@ impl UnionPlan {
             if let (Dense::Cached(cache), Some(list)) = (&mut *dense, &self.list) {
                 let (dfa, nfa) = match &group.automaton {
                     Some(Grouped::Dense(dfa)) => (Some(&**dfa), None),
-                    Some(Grouped::Lazy(nfa)) => (None, Some(nfa)),
+                    Some(Grouped::Lazy(nfa)) => (None, Some((nfa, 1))),
                     None => (None, None),
                 };
                 cache.put(group_key(list, groups.len()), dfa, nfa, None, None, None);

@@ -1,0 +1,309 @@
+//! Line patterns that are one part repeated, `(?:X){n}`: SpamAssassin's
+//! `__FILL_THIS_FORM_{LONG,SHORT}{1,2}` repeat a list of form fields five and three times.
+//! The DFA of the whole repeats X's states in every combination of how far each
+//! overlapping try has got, so it is too big to be dense and its lazy cache grows to
+//! MiB in every child, rebuilt as it fills. Whether a line matches needs less: a chain
+//! of `n` matches of X, each starting where the one before ends. One walk of X's
+//! anchored DFA from each place X can start (by its first two bytes), left to right,
+//! records at every match end how long a chain ends there.
+
+use alloc::vec::Vec;
+
+use regex_automata::hybrid::{self, LazyStateID};
+use regex_automata::util::start;
+use regex_automata::{Anchored, Input};
+use regex_syntax::hir::{Hir, HirKind};
+
+use super::backtrack::ByteSet;
+
+/// Most repeats a chain counts: the bits of one place's mask.
+const MAX_TIMES: u32 = 15;
+/// Places the ends of a chain's walks start with, grown when a match of X is longer.
+pub(crate) const ENDS_START: usize = 1024;
+
+/// A line pattern searched as a chain of its part's matches. Built only for rules that
+/// count one hit at most: it tells whether a line matches, not where.
+#[derive(Debug, Clone)]
+pub(crate) struct Repeat {
+    /// Index into the rule set's lazy DFAs: X's, reporting every match end.
+    pub(crate) unit: usize,
+    /// Matches of X a chain needs.
+    pub(crate) times: u32,
+    /// How a match of X can start: no walk starts elsewhere.
+    pub(crate) openings: Openings,
+}
+
+/// The first two bytes a match of a part can start with.
+#[derive(Debug, Clone)]
+pub(crate) struct Openings {
+    /// Bytes a match can start with.
+    first: ByteSet,
+    /// Bit `a << 8 | b`: a match can start with byte `a` then `b` (or is `a` alone).
+    pairs: alloc::boxed::Box<[u64; 1024]>,
+}
+
+impl Openings {
+    /// The openings of the matches of anchored `dfa`, whatever comes before them;
+    /// `None` when its states could not be built.
+    pub(crate) fn of(dfa: &hybrid::dfa::DFA) -> Option<Openings> {
+        let mut cache = dfa.create_cache();
+        let mut first = ByteSet::default();
+        let mut pairs = alloc::boxed::Box::new([0u64; 1024]);
+        // One look-behind byte of each kind a start state tells apart.
+        for before in [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')] {
+            let config = start::Config::new().anchored(Anchored::Yes).look_behind(before);
+            for a in 0..=u8::MAX {
+                // Looked up each time: a step that clears the cache renumbers its states.
+                let state = dfa.start_state(&mut cache, &config).ok()?;
+                if dfa.next_state(&mut cache, state, a).ok()?.is_dead() {
+                    continue;
+                }
+                first.insert(a);
+                for b in 0..=u8::MAX {
+                    let state = dfa.start_state(&mut cache, &config).ok()?;
+                    let after_a = dfa.next_state(&mut cache, state, a).ok()?;
+                    if !dfa.next_state(&mut cache, after_a, b).ok()?.is_dead() {
+                        let pair = usize::from(a) << 8 | usize::from(b);
+                        *pairs.get_mut(pair / 64)? |= 1 << (pair % 64);
+                    }
+                }
+            }
+        }
+        Some(Openings { first, pairs })
+    }
+
+    /// Whether a match can start at `at` in `text`.
+    fn admit(&self, text: &[u8], at: usize) -> bool {
+        match (text.get(at), text.get(at + 1)) {
+            (Some(&a), Some(&b)) => {
+                let pair = usize::from(a) << 8 | usize::from(b);
+                self.pairs.get(pair / 64).is_some_and(|word| word >> (pair % 64) & 1 == 1)
+            }
+            (Some(&a), None) => self.first.contains(a),
+            _ => false,
+        }
+    }
+
+    /// Of the 65,536 pairs of bytes, how many a match can start with.
+    pub(crate) fn pairs(&self) -> u32 {
+        self.pairs.iter().map(|w| w.count_ones()).sum()
+    }
+}
+
+/// The part `hir` repeats and how many times at least, when `hir` is nothing else
+/// (around captures) and the part matches no empty text. `X{n,m}` and `X{n,}` match a
+/// line when `X{n}` does.
+pub(crate) fn split(hir: &Hir) -> Option<(&Hir, u32)> {
+    match hir.kind() {
+        HirKind::Capture(c) => split(&c.sub),
+        HirKind::Repetition(rep)
+            if (2..=MAX_TIMES).contains(&rep.min) && rep.sub.properties().minimum_len().is_some_and(|len| len > 0) =>
+        {
+            Some((&rep.sub, rep.min))
+        }
+        _ => None,
+    }
+}
+
+impl Repeat {
+    /// Whether `text` holds `times` matches of X end to start. `ends` is the caller's
+    /// scratch: one mask per place, bit k set when a chain of k matches ends there,
+    /// kept for the places a walk can still reach (a ring, grown as walks need).
+    pub(crate) fn is_match(&self, dfa: &hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], ends: &mut Vec<u16>) -> bool {
+        if ends.len() < ENDS_START {
+            ends.resize(ENDS_START, 0);
+        }
+        ends.fill(0);
+        let goal = 1u16 << self.times;
+        for at in 0..text.len() {
+            let ring = ends.len() - 1;
+            let slot = ends.get_mut(at & ring).map_or(0, core::mem::take);
+            if !self.openings.admit(text, at) {
+                continue;
+            }
+            // Every place starts a chain of none; the chains ending here go on.
+            let chains = (slot | 1) << 1;
+            match walk(dfa, cache, text, at, chains, goal, ends) {
+                Walk::Goal => return true,
+                Walk::Failed => return false,
+                Walk::Done => {}
+            }
+        }
+        false
+    }
+}
+
+/// How a walk of X from one place ended.
+enum Walk {
+    /// A chain reached its goal.
+    Goal,
+    /// The lazy DFA failed: the line counts as not matching.
+    Failed,
+    Done,
+}
+
+/// Walks X anchored from `from`, adding `chains` at each match end.
+fn walk(dfa: &hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], from: usize, chains: u16, goal: u16, ends: &mut Vec<u16>) -> Walk {
+    let input = Input::new(text).range(from..).anchored(Anchored::Yes);
+    let Ok(mut state) = dfa.start_state_forward(cache, &input) else { return Walk::Failed };
+    let mut at = from;
+    loop {
+        let next: Result<LazyStateID, _> = match text.get(at) {
+            Some(&byte) => dfa.next_state(cache, state, byte),
+            None => dfa.next_eoi_state(cache, state),
+        };
+        let Ok(next) = next else { return Walk::Failed };
+        state = next;
+        if state.is_tagged() {
+            // A match state is entered one byte after the match ends.
+            if state.is_match() && add(ends, from, at, chains) & goal != 0 {
+                return Walk::Goal;
+            }
+            if state.is_dead() || state.is_quit() {
+                return Walk::Done;
+            }
+        }
+        if at >= text.len() {
+            return Walk::Done;
+        }
+        at += 1;
+    }
+}
+
+/// Adds `chains` to the mask of place `end`, reached from `from`, and returns it. The
+/// ring holds the places from `from` on; one too short for `end` doubles first.
+fn add(ends: &mut Vec<u16>, from: usize, end: usize, chains: u16) -> u16 {
+    if end - from >= ends.len() {
+        let old = ends.len();
+        let size = (end - from + 1).next_power_of_two().max(old * 2);
+        let mut grown = alloc::vec![0u16; size];
+        for place in from..from + old {
+            if let (Some(&mask), Some(slot)) = (ends.get(place & (old - 1)), grown.get_mut(place & (size - 1))) {
+                *slot = mask;
+            }
+        }
+        *ends = grown;
+    }
+    let ring = ends.len() - 1;
+    match ends.get_mut(end & ring) {
+        Some(slot) => {
+            *slot |= chains;
+            *slot
+        }
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::compile::{nfa_compiler, parse_hir};
+    use alloc::string::String;
+    use regex_automata::MatchKind;
+
+    fn lazy(hir: &Hir, kind: MatchKind) -> hybrid::dfa::DFA {
+        let nfa = nfa_compiler().build_from_hir(hir).expect("nfa");
+        hybrid::dfa::Builder::new().configure(hybrid::dfa::Config::new().match_kind(kind)).build_from_nfa(nfa).expect("dfa")
+    }
+
+    /// The chain's answer against the whole pattern's own search, on every text.
+    #[test]
+    fn chain_as_whole_table() {
+        let cases: &[(&str, &[&str])] = &[
+            (r"(?:ab|a){3}", &["aaa", "abab", "ababa", "aab", "ab ab ab", "xaaax", "aa", ""]),
+            (r"(?i:(?:name|address)[:\s]{1,3}_{2,}\s?){3}", &["Name: __ Address: ___ name ___", "Name: __ Address: ___", "name:__name:__name:__", "name: _ name: __ name: __"]),
+            (r"(?:\bno\b\s?){2,}", &["no no", "nono", "no non", "a no no", "no,no"]),
+            (r"(?:^x|y){2}", &["xy", "yy", "yx", "axy"]),
+            (r"(?:a$|b){2}", &["ba", "ab", "bb", "bab"]),
+            (r"(?:a+b){4}", &["abaabaaabaaaab", "abab", "ababab"]),
+        ];
+        for (pattern, texts) in cases {
+            let hir = parse_hir(pattern).expect("parses");
+            let (unit, times) = split(&hir).expect("a repeat");
+            let whole = lazy(&hir, MatchKind::LeftmostFirst);
+            let part = lazy(unit, MatchKind::All);
+            let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
+            let (mut whole_cache, mut part_cache) = (whole.create_cache(), part.create_cache());
+            let mut ends = Vec::new();
+            for text in texts.iter() {
+                let want = whole.try_search_fwd(&mut whole_cache, &Input::new(text)).expect("searches").is_some();
+                let got = repeat.is_match(&part, &mut part_cache, text.as_bytes(), &mut ends);
+                assert_eq!(got, want, "{pattern} on {text:?}");
+            }
+        }
+    }
+
+    /// The same on generated texts over each pattern's alphabet, lines included.
+    #[test]
+    fn chain_as_whole_generated_table() {
+        let cases: &[(&str, &[u8])] = &[
+            (r"(?m:(?:^a|b\b|ab){2})", b"ab\n"),
+            (r"(?:\bn\s?|o+n$){2,}", b"no \n"),
+            (r"(?:a[ab]{0,3}b|ba){3}", b"aabbb_"),
+            (r"(?:[^\n]a|\Wb){3}", b"ab.\n"),
+        ];
+        let mut seed = 0x2545_f491u32;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as usize % n
+        };
+        for (pattern, alphabet) in cases {
+            let hir = parse_hir(pattern).expect("parses");
+            let (unit, times) = split(&hir).expect("a repeat");
+            let whole = lazy(&hir, MatchKind::LeftmostFirst);
+            let part = lazy(unit, MatchKind::All);
+            let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
+            let (mut whole_cache, mut part_cache) = (whole.create_cache(), part.create_cache());
+            let mut ends = Vec::new();
+            let mut matched = 0;
+            for _ in 0..2000 {
+                let len = next(24);
+                let text: Vec<u8> = (0..len).map(|_| alphabet.get(next(alphabet.len())).copied().unwrap_or(b'a')).collect();
+                let want = whole.try_search_fwd(&mut whole_cache, &Input::new(&text)).expect("searches").is_some();
+                let got = repeat.is_match(&part, &mut part_cache, &text, &mut ends);
+                assert_eq!(got, want, "{pattern} on {:?}", String::from_utf8_lossy(&text));
+                matched += usize::from(want);
+            }
+            // Both answers occur often enough to tell.
+            assert!((100..1900).contains(&matched), "{pattern}: {matched} of 2000 match");
+        }
+    }
+
+    /// A match of X longer than the ring grows it, keeping the chains it holds: the
+    /// walk from 0 ends a chain at 1 (`x`) before it grows the ring at `xa..ab`, and
+    /// only `x`, `a..ab`, `x` makes three.
+    #[test]
+    fn long_part_grows_ends_table() {
+        let cases: &[(usize, bool)] = &[(10, true), (ENDS_START + 5, true), (3 * ENDS_START, true), (ENDS_START, false)];
+        let hir = parse_hir(r"(?:x|xa+b|a+b){3}").expect("parses");
+        let (unit, times) = split(&hir).expect("a repeat");
+        let part = lazy(unit, MatchKind::All);
+        let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
+        let mut cache = part.create_cache();
+        for &(run, want) in cases {
+            let mut ends = Vec::new();
+            let text = if want { alloc::format!("x{}bx", "a".repeat(run)) } else { alloc::format!("x{}x", "a".repeat(run)) };
+            assert_eq!(repeat.is_match(&part, &mut cache, text.as_bytes(), &mut ends), want, "run {run}");
+            assert!(ends.len() >= ENDS_START);
+        }
+    }
+
+    #[test]
+    fn split_table() {
+        let cases: &[(&str, Option<u32>)] = &[
+            (r"(?:ab){5}", Some(5)),
+            (r"(ab){3,}", Some(3)),
+            (r"(?:ab){2,4}", Some(2)),
+            (r"(?:ab){1,4}", None),
+            (r"(?:a?){3}", None),
+            (r"(?:ab){16}", None),
+            (r"x(?:ab){3}", None),
+        ];
+        for &(pattern, want) in cases {
+            let hir = parse_hir(pattern).expect("parses");
+            assert_eq!(split(&hir).map(|(_, n)| n), want, "{pattern}");
+        }
+    }
+}
