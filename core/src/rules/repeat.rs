@@ -206,10 +206,40 @@ mod tests {
         hybrid::dfa::Builder::new().configure(hybrid::dfa::Config::new().match_kind(kind)).build_from_nfa(nfa).expect("dfa")
     }
 
+    /// A repeated pattern's own lazy DFA and its chain, with their caches.
+    struct Both {
+        pattern: &'static str,
+        whole: (hybrid::dfa::DFA, hybrid::dfa::Cache),
+        part: (hybrid::dfa::DFA, hybrid::dfa::Cache),
+        repeat: Repeat,
+        ends: Vec<u16>,
+    }
+
+    impl Both {
+        fn new(pattern: &'static str) -> Both {
+            let hir = parse_hir(pattern).expect("parses");
+            let (unit, times) = split(&hir).expect("a repeat");
+            let (whole, part) = (lazy(&hir, MatchKind::LeftmostFirst), lazy(unit, MatchKind::All));
+            let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
+            let (whole_cache, part_cache) = (whole.create_cache(), part.create_cache());
+            Both { pattern, whole: (whole, whole_cache), part: (part, part_cache), repeat, ends: Vec::new() }
+        }
+
+        /// Whether the whole pattern matches `text`, checked to be the chain's answer.
+        fn agree(&mut self, text: &[u8]) -> bool {
+            let (whole, cache) = &mut self.whole;
+            let want = whole.try_search_fwd(cache, &Input::new(text)).expect("searches").is_some();
+            let (part, cache) = &mut self.part;
+            let got = self.repeat.is_match(part, cache, text, &mut self.ends);
+            assert_eq!(got, want, "{} on {:?}", self.pattern, String::from_utf8_lossy(text));
+            want
+        }
+    }
+
     /// The chain's answer against the whole pattern's own search, on every text.
     #[test]
     fn chain_as_whole_table() {
-        let cases: &[(&str, &[&str])] = &[
+        let cases: &[(&'static str, &[&str])] = &[
             (r"(?:ab|a){3}", &["aaa", "abab", "ababa", "aab", "ab ab ab", "xaaax", "aa", ""]),
             (r"(?i:(?:name|address)[:\s]{1,3}_{2,}\s?){3}", &["Name: __ Address: ___ name ___", "Name: __ Address: ___", "name:__name:__name:__", "name: _ name: __ name: __"]),
             (r"(?:\bno\b\s?){2,}", &["no no", "nono", "no non", "a no no", "no,no"]),
@@ -218,17 +248,9 @@ mod tests {
             (r"(?:a+b){4}", &["abaabaaabaaaab", "abab", "ababab"]),
         ];
         for (pattern, texts) in cases {
-            let hir = parse_hir(pattern).expect("parses");
-            let (unit, times) = split(&hir).expect("a repeat");
-            let whole = lazy(&hir, MatchKind::LeftmostFirst);
-            let part = lazy(unit, MatchKind::All);
-            let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
-            let (mut whole_cache, mut part_cache) = (whole.create_cache(), part.create_cache());
-            let mut ends = Vec::new();
+            let mut both = Both::new(pattern);
             for text in texts.iter() {
-                let want = whole.try_search_fwd(&mut whole_cache, &Input::new(text)).expect("searches").is_some();
-                let got = repeat.is_match(&part, &mut part_cache, text.as_bytes(), &mut ends);
-                assert_eq!(got, want, "{pattern} on {text:?}");
+                both.agree(text.as_bytes());
             }
         }
     }
@@ -236,7 +258,7 @@ mod tests {
     /// The same on generated texts over each pattern's alphabet, lines included.
     #[test]
     fn chain_as_whole_generated_table() {
-        let cases: &[(&str, &[u8])] = &[
+        let cases: &[(&'static str, &[u8])] = &[
             (r"(?m:(?:^a|b\b|ab){2})", b"ab\n"),
             (r"(?:\bn\s?|o+n$){2,}", b"no \n"),
             (r"(?:a[ab]{0,3}b|ba){3}", b"aabbb_"),
@@ -250,21 +272,12 @@ mod tests {
             seed as usize % n
         };
         for (pattern, alphabet) in cases {
-            let hir = parse_hir(pattern).expect("parses");
-            let (unit, times) = split(&hir).expect("a repeat");
-            let whole = lazy(&hir, MatchKind::LeftmostFirst);
-            let part = lazy(unit, MatchKind::All);
-            let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
-            let (mut whole_cache, mut part_cache) = (whole.create_cache(), part.create_cache());
-            let mut ends = Vec::new();
+            let mut both = Both::new(pattern);
             let mut matched = 0;
             for _ in 0..2000 {
                 let len = next(24);
                 let text: Vec<u8> = (0..len).map(|_| alphabet.get(next(alphabet.len())).copied().unwrap_or(b'a')).collect();
-                let want = whole.try_search_fwd(&mut whole_cache, &Input::new(&text)).expect("searches").is_some();
-                let got = repeat.is_match(&part, &mut part_cache, &text, &mut ends);
-                assert_eq!(got, want, "{pattern} on {:?}", String::from_utf8_lossy(&text));
-                matched += usize::from(want);
+                matched += usize::from(both.agree(&text));
             }
             // Both answers occur often enough to tell.
             assert!((100..1900).contains(&matched), "{pattern}: {matched} of 2000 match");
