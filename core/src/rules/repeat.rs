@@ -6,6 +6,13 @@
 //! of `n` matches of X, each starting where the one before ends. One walk of X's
 //! anchored DFA from each place X can start (by its first two bytes), left to right,
 //! records at every match end how long a chain ends there.
+//!
+//! Walks from places close together can cover the same bytes (a part with `a+b`, on a
+//! run of `a`s, walks the run from each of them), so a search is bounded as the
+//! backtracker's are: past [`STEPS_PER_BYTE`] steps a byte of the line, it counts as
+//! not matching, as a rule never hits on a guess. The stock parts take about two a
+//! byte and never reach it on the public corpus: their unbounded repeats are of single
+//! letters no field name starts with twice (`ad+res+`), and their openings skip the run.
 
 use alloc::vec::Vec;
 
@@ -20,6 +27,10 @@ use super::backtrack::ByteSet;
 const MAX_TIMES: u32 = 15;
 /// Places the ends of a chain's walks start with, grown when a match of X is longer.
 pub(crate) const ENDS_START: usize = 1024;
+/// Steps the walks of one search may take, a byte of its text.
+const STEPS_PER_BYTE: usize = 64;
+/// Steps any search may take, however short its text.
+const STEPS_BASE: usize = 4096;
 
 /// A line pattern searched as a chain of its part's matches. Built only for rules that
 /// count one hit at most: it tells whether a line matches, not where.
@@ -115,6 +126,7 @@ impl Repeat {
         }
         ends.fill(0);
         let goal = 1u16 << self.times;
+        let mut steps = text.len().saturating_mul(STEPS_PER_BYTE).saturating_add(STEPS_BASE);
         for at in 0..text.len() {
             let ring = ends.len() - 1;
             let slot = ends.get_mut(at & ring).map_or(0, core::mem::take);
@@ -123,7 +135,7 @@ impl Repeat {
             }
             // Every place starts a chain of none; the chains ending here go on.
             let chains = (slot | 1) << 1;
-            match walk(dfa, cache, text, at, chains, goal, ends) {
+            match walk(dfa, cache, text, (at, &mut steps), chains, goal, ends) {
                 Walk::Goal => return true,
                 Walk::Failed => return false,
                 Walk::Done => {}
@@ -137,17 +149,20 @@ impl Repeat {
 enum Walk {
     /// A chain reached its goal.
     Goal,
-    /// The lazy DFA failed: the line counts as not matching.
+    /// The lazy DFA failed, or the search ran out of steps: the line counts as not
+    /// matching.
     Failed,
     Done,
 }
 
-/// Walks X anchored from `from`, adding `chains` at each match end.
-fn walk(dfa: &hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], from: usize, chains: u16, goal: u16, ends: &mut Vec<u16>) -> Walk {
+/// Walks X anchored from `from`, adding `chains` at each match end, within `steps`.
+fn walk(dfa: &hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], (from, steps): (usize, &mut usize), chains: u16, goal: u16, ends: &mut Vec<u16>) -> Walk {
     let input = Input::new(text).range(from..).anchored(Anchored::Yes);
     let Ok(mut state) = dfa.start_state_forward(cache, &input) else { return Walk::Failed };
     let mut at = from;
     loop {
+        let Some(left) = steps.checked_sub(1) else { return Walk::Failed };
+        *steps = left;
         let next: Result<LazyStateID, _> = match text.get(at) {
             Some(&byte) => dfa.next_state(cache, state, byte),
             None => dfa.next_eoi_state(cache, state),
@@ -285,21 +300,39 @@ mod tests {
     }
 
     /// A match of X longer than the ring grows it, keeping the chains it holds: the
-    /// walk from 0 ends a chain at 1 (`x`) before it grows the ring at `xa..ab`, and
-    /// only `x`, `a..ab`, `x` makes three.
+    /// walk from 0 ends a chain at 1 (`x`) before it grows the ring at `xab..bc`, and
+    /// only `x`, `ab` makes two.
     #[test]
     fn long_part_grows_ends_table() {
         let cases: &[(usize, bool)] = &[(10, true), (ENDS_START + 5, true), (3 * ENDS_START, true), (ENDS_START, false)];
-        let hir = parse_hir(r"(?:x|xa+b|a+b){3}").expect("parses");
+        let hir = parse_hir(r"(?:x|x[ab]*c|ab){2}").expect("parses");
         let (unit, times) = split(&hir).expect("a repeat");
         let part = lazy(unit, MatchKind::All);
         let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
         let mut cache = part.create_cache();
         for &(run, want) in cases {
             let mut ends = Vec::new();
-            let text = if want { alloc::format!("x{}bx", "a".repeat(run)) } else { alloc::format!("x{}x", "a".repeat(run)) };
+            let text = if want { alloc::format!("xa{}c", "b".repeat(run)) } else { alloc::format!("x{}c", "b".repeat(run)) };
             assert_eq!(repeat.is_match(&part, &mut cache, text.as_bytes(), &mut ends), want, "run {run}");
             assert!(ends.len() >= ENDS_START);
+        }
+    }
+
+    /// Walks that cover the same bytes over and over (a run of `a`s, each starting a
+    /// part that needs a `b`) run out of steps: no match, found quickly, where a
+    /// shorter run still decides.
+    #[test]
+    fn steps_bound_table() {
+        let cases: &[(usize, bool)] = &[(40, true), (2 * STEPS_PER_BYTE, true), (8 * STEPS_PER_BYTE, false), (20_000, false)];
+        let hir = parse_hir(r"(?:a+b){2}").expect("parses");
+        let (unit, times) = split(&hir).expect("a repeat");
+        let part = lazy(unit, MatchKind::All);
+        let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
+        let mut cache = part.create_cache();
+        let mut ends = Vec::new();
+        for &(run, want) in cases {
+            let text = alloc::format!("{}bab", "a".repeat(run));
+            assert_eq!(repeat.is_match(&part, &mut cache, text.as_bytes(), &mut ends), want, "run {run}");
         }
     }
 
