@@ -514,6 +514,9 @@ pub struct Program {
     anchor: Anchor,
     /// How the search skips to where a match can start.
     scan: Scan,
+    /// With a `Scan::Set` that lets most places through: the bytes that can follow
+    /// each first byte of a match (all, after a byte that is a match alone).
+    pairs: Option<Box<Pairs>>,
     /// The program begins with `prefix_pc` instructions that each match fixed
     /// bytes (or an assertion `anchor` already guarantees), `prefix_len` bytes in
     /// all: the search checks them before running the program from after them.
@@ -546,6 +549,134 @@ struct Required {
 
 /// Shortest required literal worth a check.
 const MIN_REQUIRED: usize = 3;
+
+/// For each byte, the bytes that can follow it at the start of a match.
+pub(crate) type Pairs = [ByteSet; 256];
+
+/// Most first bytes a program's scan lets through before its pairs are kept too.
+const PAIRS_FROM: u32 = 16;
+/// Most of the 65,536 pairs of bytes the kept pairs may let through.
+const PAIRS_AT_MOST: u32 = 4096;
+
+/// What the first two bytes of a match of a pattern can be.
+#[derive(Clone)]
+struct Openings {
+    /// It can match empty (assertions count as empty).
+    nullable: bool,
+    /// Bytes a non-empty match can start with.
+    first: ByteSet,
+    /// Bytes that are a whole match alone.
+    single: ByteSet,
+    /// The first two bytes of the longer matches.
+    pairs: Box<Pairs>,
+}
+
+impl Openings {
+    fn empty() -> Openings {
+        Openings { nullable: true, first: ByteSet::default(), single: ByteSet::default(), pairs: Box::new([ByteSet::default(); 256]) }
+    }
+
+    fn any() -> Openings {
+        Openings { nullable: true, first: ByteSet::ALL, single: ByteSet::ALL, pairs: Box::new([ByteSet::ALL; 256]) }
+    }
+
+    fn union(mut self, other: &Openings) -> Openings {
+        self.nullable |= other.nullable;
+        self.first = self.first.union(other.first);
+        self.single = self.single.union(other.single);
+        for (row, more) in self.pairs.iter_mut().zip(other.pairs.iter()) {
+            *row = row.union(*more);
+        }
+        self
+    }
+
+    /// Of `self` followed by `next`.
+    fn then(mut self, next: &Openings) -> Openings {
+        for a in self.single.bytes() {
+            if let Some(row) = self.pairs.get_mut(usize::from(a)) {
+                *row = row.union(next.first);
+            }
+        }
+        let single = match (self.nullable, next.nullable) {
+            (true, true) => self.single.union(next.single),
+            (true, false) => next.single,
+            (false, true) => self.single,
+            (false, false) => ByteSet::default(),
+        };
+        if self.nullable {
+            self.first = self.first.union(next.first);
+            for (row, more) in self.pairs.iter_mut().zip(next.pairs.iter()) {
+                *row = row.union(*more);
+            }
+        }
+        self.single = single;
+        self.nullable &= next.nullable;
+        self
+    }
+
+    /// The pairs a scan checks: a byte that is a match alone lets any byte follow.
+    fn kept(mut self) -> Box<Pairs> {
+        for a in self.single.bytes() {
+            if let Some(row) = self.pairs.get_mut(usize::from(a)) {
+                *row = ByteSet::ALL;
+            }
+        }
+        self.pairs
+    }
+}
+
+/// The openings of the matches of `hir`, a superset: lookarounds count as empty, a
+/// backreference as anything.
+fn openings(hir: &Hir, depth: usize) -> Openings {
+    if depth > MAX_DEPTH {
+        return Openings::any();
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => Openings::empty(),
+        HirKind::Literal(lit) => {
+            let mut o = Openings::empty();
+            match (lit.0.first(), lit.0.get(1)) {
+                (Some(&a), Some(&b)) => {
+                    o.first = ByteSet::single(a);
+                    if let Some(row) = o.pairs.get_mut(usize::from(a)) {
+                        *row = ByteSet::single(b);
+                    }
+                }
+                (Some(&a), None) => {
+                    o.first = ByteSet::single(a);
+                    o.single = o.first;
+                }
+                _ => return o,
+            }
+            o.nullable = false;
+            o
+        }
+        HirKind::Class(c) => {
+            let set = ByteSet::of_class(c).unwrap_or(ByteSet::ALL);
+            Openings { nullable: false, first: set, single: set, pairs: Box::new([ByteSet::default(); 256]) }
+        }
+        HirKind::Repetition(rep) if rep.max == Some(0) => Openings::empty(),
+        HirKind::Repetition(rep) => {
+            let once = openings(&rep.sub, depth + 1);
+            let twice = if rep.max == Some(1) { once.clone() } else { once.clone().then(&once).union(&once) };
+            Openings { nullable: twice.nullable || rep.min == 0, ..twice }
+        }
+        HirKind::Capture(cap) => match placeholder(cap) {
+            Placeholder::Look(_) => Openings::empty(),
+            Placeholder::Backref { .. } => Openings::any(),
+            _ => openings(&cap.sub, depth + 1),
+        },
+        HirKind::Concat(subs) => subs.iter().fold(Openings::empty(), |o, s| o.then(&openings(s, depth + 1))),
+        HirKind::Alternation(subs) => {
+            let mut o = Openings::empty();
+            o.nullable = false;
+            for s in subs {
+                o = o.union(&openings(s, depth + 1));
+            }
+            o
+        }
+    }
+}
 
 /// Working memory of the matcher, reused across programs and calls.
 #[derive(Debug)]
@@ -1077,6 +1208,12 @@ impl Vm<'_, '_, '_> {
             if skip > 0 {
                 at += skip;
                 continue;
+            }
+            if let (Some(pairs), Some(&a), Some(&b)) = (&self.prog.pairs, hay.get(at), hay.get(at + 1)) {
+                if !pairs.get(usize::from(a)).is_some_and(|row| row.contains(b)) {
+                    at += 1;
+                    continue;
+                }
             }
             if self.prefix_matches(at) {
                 return Some(at);
@@ -1722,6 +1859,15 @@ fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, Back
         Scan::Any if !nullable => Scan::of(first, 0),
         scan => scan,
     };
+    // A scan letting most places through checks the second byte too, when that helps.
+    let pairs = match scan {
+        Scan::Set(set) if set.count() > PAIRS_FROM => {
+            let o = openings(hir, 0);
+            let pairs = (!o.nullable).then(|| o.kept());
+            pairs.filter(|p| p.iter().map(ByteSet::count).sum::<u32>() <= PAIRS_AT_MOST)
+        }
+        _ => None,
+    };
     let skip_runs = match c.insts.first() {
         Some(&Inst::Repeat { class, min, max: UNBOUNDED, greedy: true, .. }) if min > 0 => Some(class),
         _ => None,
@@ -1755,6 +1901,7 @@ fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, Back
         counters: usize::from(c.counters),
         anchor,
         scan,
+        pairs,
         prefix_pc,
         prefix_len,
         min_len: min_len(hir, 0),
@@ -2679,6 +2826,46 @@ mod tests {
         for &(re, pc, len, scan) in rows {
             let b = program(re);
             assert_eq!((b.program.prefix_pc, b.program.prefix_len, b.program.scan), (pc, len, scan), "{re}");
+        }
+    }
+
+    /// Checking the second byte of a start changes no answer: on generated texts, a
+    /// program with its pairs finds what it finds without them. Each pattern keeps
+    /// pairs, and they leave out most of the pairs its first bytes would let through.
+    #[test]
+    fn pairs_keep_every_match_table() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                r"/(?:your\s?|full\s|copy\s)?(?:name|city|zip|address|phone|email|work|gender)[:\s]{1,3}(?!x)/i",
+                &["your", "Full ", "name", "CITY", "zi", "p", ":", " ", "\n", "x", "ci"],
+            ),
+            (r"/(?:[a-r]b?|c)(?:d|e*f)[^a]{0,2}(?<!x)/", &["a", "b", "c", "d", "e", "f", "x"]),
+            (r"/[a-z]x?y(?=q|$)/", &["a", "x", "y", "q", " ", "z"]),
+            (r"/(?:[a-s]|ij)(?:k|(l))\1?m/", &["a", "i", "j", "k", "l", "m"]),
+            (r"/[a-s]{2,3}!/", &["a", "b", "t", "!"]),
+            (r"/[a-r]x|q/", &["q", "a", "x", "b"]),
+        ];
+        let mut random = crate::rules::Xorshift(0x9e37_79b9);
+        let mut next = |n: usize| random.below(n);
+        let mut scratch = BacktrackScratch::default();
+        for (pattern, tokens) in cases {
+            let with = program(pattern).program;
+            let pairs = with.pairs.as_ref().map_or(0, |p| p.iter().map(ByteSet::count).sum::<u32>());
+            let first = match with.scan {
+                Scan::Set(set) => set.count(),
+                _ => 0,
+            };
+            assert!(pairs > 0 && pairs < first * 128, "{pattern}: {pairs} pairs of {first} first bytes");
+            let without = Program { pairs: None, ..with.clone() };
+            let mut matched = 0;
+            for _ in 0..3000 {
+                let len = next(12);
+                let text: Vec<u8> = (0..len).flat_map(|_| tokens.get(next(tokens.len())).map_or(&b""[..], |t| t.as_bytes())).copied().collect();
+                let want = without.count_matches(&text, 5, &mut scratch).count;
+                assert_eq!(with.count_matches(&text, 5, &mut scratch).count, want, "{pattern} on {:?}", String::from_utf8_lossy(&text));
+                matched += usize::from(want > 0);
+            }
+            assert!(matched > 100, "{pattern}: {matched} of 3000 match");
         }
     }
 

@@ -393,6 +393,21 @@ pub struct EvalSettings {
     pub ok_locales: Option<String>,
 }
 
+/// Pseudo-random numbers for tables of generated cases: the same every run.
+#[cfg(test)]
+pub(crate) struct Xorshift(pub(crate) u32);
+
+#[cfg(test)]
+impl Xorshift {
+    /// The next number below `n` (not 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0 as usize % n.max(1)
+    }
+}
+
 pub(crate) mod compile;
 pub(crate) mod literal;
 pub(crate) mod repeat;

@@ -111,7 +111,7 @@ pub enum Plan {
     /// The exact translation, as [`translate`] gives it.
     Automaton(String),
     /// The pattern needs Perl's backtracking semantics.
-    Backtrack(Backtrack),
+    Backtrack(alloc::boxed::Box<Backtrack>),
 }
 
 /// [`translate`], or when that fails for a reason [`Unsupported::needs_backtracking`]
@@ -119,7 +119,7 @@ pub enum Plan {
 pub fn plan(perl: &str) -> Result<Plan, Unsupported> {
     match translate(perl) {
         Ok(t) => Ok(Plan::Automaton(t)),
-        Err(why) if why.needs_backtracking() => backtrack(perl).map(Plan::Backtrack),
+        Err(why) if why.needs_backtracking() => backtrack(perl).map(|b| Plan::Backtrack(alloc::boxed::Box::new(b))),
         Err(why) => Err(why),
     }
 }

@@ -279,13 +279,8 @@ mod tests {
             (r"(?:a[ab]{0,3}b|ba){3}", b"aabbb_"),
             (r"(?:[^\n]a|\Wb){3}", b"ab.\n"),
         ];
-        let mut seed = 0x2545_f491u32;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed as usize % n
-        };
+        let mut random = crate::rules::Xorshift(0x2545_f491);
+        let mut next = |n: usize| random.below(n);
         for (pattern, alphabet) in cases {
             let mut both = Both::new(pattern);
             let mut matched = 0;

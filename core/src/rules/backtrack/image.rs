@@ -2,6 +2,7 @@
 //! program and its relaxed regex from there instead of parsing and compiling the Perl
 //! pattern again. Reading checks every index against the program it points into.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -42,6 +43,15 @@ impl Backtrack {
             Scan::Set(set) => {
                 w.u8(2);
                 w.set(set);
+            }
+        }
+        match &p.pairs {
+            None => w.u8(0),
+            Some(pairs) => {
+                w.u8(1);
+                for &row in pairs.iter() {
+                    w.set(row);
+                }
             }
         }
         w.u32(p.prefix_pc);
@@ -85,6 +95,17 @@ impl Backtrack {
             2 => Scan::Set(r.set()?),
             _ => return None,
         };
+        let pairs = match r.u8()? {
+            0 => None,
+            1 => {
+                let mut pairs = Box::new([ByteSet::default(); 256]);
+                for row in pairs.iter_mut() {
+                    *row = r.set()?;
+                }
+                Some(pairs)
+            }
+            _ => return None,
+        };
         let prefix_pc = r.u32()?;
         let prefix_len = r.u32()?;
         let min_len = r.u32()?;
@@ -106,6 +127,7 @@ impl Backtrack {
             counters,
             anchor,
             scan,
+            pairs,
             prefix_pc,
             prefix_len,
             min_len,
@@ -406,6 +428,7 @@ mod tests {
             r"/(?:ab|cd){3,40}(?!e)/",
             r"/[a-f]++\b/",
             r"/(?!foo)\w{3}$/",
+            r"/[a-r]x|q/",
         ];
         for pattern in patterns {
             let Ok(compiled) = perl::backtrack(pattern) else { panic!("{pattern} does not compile") };
@@ -416,6 +439,8 @@ mod tests {
             assert_eq!(read.program.insts, compiled.program.insts, "{pattern}");
             assert_eq!(read.program.classes, compiled.program.classes, "{pattern}");
             assert_eq!(read.program.class_scans, compiled.program.class_scans, "{pattern}");
+            assert_eq!(read.program.pairs, compiled.program.pairs, "{pattern}");
+            assert_eq!(compiled.program.pairs.is_some(), pattern == r"/[a-r]x|q/", "{pattern}");
             assert_eq!(read.program.bytes, compiled.program.bytes, "{pattern}");
             assert_eq!(
                 (read.program.groups, read.program.counters, read.program.anchor, read.program.scan),

@@ -323,13 +323,8 @@ mod tests {
         // and shared suffixes common.
         let cases = [(3, 3, 200), (40, 5, 2_000), (300, 8, 5_000), (2_000, 12, 20_000)];
         let alphabet = b"abAB c.\xe9";
-        let mut seed = 0x2545_f491_u32;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed as usize
-        };
+        let mut random = crate::rules::Xorshift(0x2545_f491);
+        let mut next = || random.below(usize::MAX);
         for (count, longest, text_len) in cases {
             for _ in 0..5 {
                 let literals: Vec<Vec<u8>> =
