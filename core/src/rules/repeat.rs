@@ -21,7 +21,7 @@ use regex_automata::util::start;
 use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Hir, HirKind};
 
-use super::backtrack::ByteSet;
+use super::backtrack::{ByteSet, Pairs};
 
 /// Most repeats a chain counts: the bits of one place's mask.
 const MAX_TIMES: u32 = 15;
@@ -49,8 +49,9 @@ pub(crate) struct Repeat {
 pub(crate) struct Openings {
     /// Bytes a match can start with.
     first: ByteSet,
-    /// Bit `a << 8 | b`: a match can start with byte `a` then `b` (or is `a` alone).
-    pairs: alloc::boxed::Box<[u64; 1024]>,
+    /// For each byte `a`, the bytes `b` a match can start with after it (all, when
+    /// `a` alone is a match).
+    pairs: alloc::boxed::Box<Pairs>,
 }
 
 impl Openings {
@@ -59,7 +60,7 @@ impl Openings {
     pub(crate) fn of(dfa: &hybrid::dfa::DFA) -> Option<Openings> {
         let mut cache = dfa.create_cache();
         let mut first = ByteSet::default();
-        let mut pairs = alloc::boxed::Box::new([0u64; 1024]);
+        let mut pairs = alloc::boxed::Box::new([ByteSet::default(); 256]);
         // One look-behind byte of each kind a start state tells apart.
         for before in [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')] {
             let config = start::Config::new().anchored(Anchored::Yes).look_behind(before);
@@ -74,8 +75,7 @@ impl Openings {
                     let state = dfa.start_state(&mut cache, &config).ok()?;
                     let after_a = dfa.next_state(&mut cache, state, a).ok()?;
                     if !dfa.next_state(&mut cache, after_a, b).ok()?.is_dead() {
-                        let pair = usize::from(a) << 8 | usize::from(b);
-                        *pairs.get_mut(pair / 64)? |= 1 << (pair % 64);
+                        pairs.get_mut(usize::from(a))?.insert(b);
                     }
                 }
             }
@@ -86,10 +86,7 @@ impl Openings {
     /// Whether a match can start at `at` in `text`.
     fn admit(&self, text: &[u8], at: usize) -> bool {
         match (text.get(at), text.get(at + 1)) {
-            (Some(&a), Some(&b)) => {
-                let pair = usize::from(a) << 8 | usize::from(b);
-                self.pairs.get(pair / 64).is_some_and(|word| word >> (pair % 64) & 1 == 1)
-            }
+            (Some(&a), Some(&b)) => self.pairs.get(usize::from(a)).is_some_and(|row| row.contains(b)),
             (Some(&a), None) => self.first.contains(a),
             _ => false,
         }
@@ -97,7 +94,7 @@ impl Openings {
 
     /// Of the 65,536 pairs of bytes, how many a match can start with.
     pub(crate) fn pairs(&self) -> u32 {
-        self.pairs.iter().map(|w| w.count_ones()).sum()
+        self.pairs.iter().map(ByteSet::count).sum()
     }
 }
 
