@@ -19,7 +19,7 @@ use regex_syntax::hir::Hir;
 use super::cache::{self, Cached};
 use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
-use super::{Config, RuleKind};
+use super::{Config, HeaderTest, RuleKind};
 
 /// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
 /// to search (a 256 KiB union's pass costs up to twice one pattern's) and to build.
@@ -530,12 +530,38 @@ impl Grouped {
     }
 }
 
+/// A pattern a union may take: its index in its target's list (line patterns or
+/// header checks), its rule and its automaton.
+pub(super) struct Candidate<'a> {
+    pub(super) index: u32,
+    pub(super) rule: u32,
+    pub(super) matcher: &'a Matcher,
+    /// Its test asks only whether it matches (a negated header test), whatever its
+    /// rule's count of hits.
+    pub(super) asks_once: bool,
+}
+
+/// A candidate as a plan keeps it.
+struct Planned {
+    index: u32,
+    rule: u32,
+    /// Its automaton screens for a backtracking program: a union's hit is not its result.
+    screen: bool,
+    asks_once: bool,
+    /// Its own automaton as a union of one, when a pass of that costs what its own
+    /// search does (line targets only).
+    own: Option<UnionAutomaton>,
+}
+
 /// The unions of one kind of one target, between the rule loop and the end of a
 /// compile: the groups a cache knew, and the regexes of the candidates left to group.
 pub(crate) struct UnionPlan {
     kind: UnionKind,
+    /// Whether the target is lines, each matched on its own (body, rawbody, uri), or one
+    /// text (a header).
+    lines: bool,
     /// Unfiltered patterns with a DFA (or screen) of this kind, smallest first.
-    candidates: Vec<u32>,
+    candidates: Vec<Planned>,
     /// The cache's name for this list of candidates; none without a cache.
     list: Option<cache::Key>,
     known: Vec<Group>,
@@ -547,11 +573,8 @@ pub(crate) struct UnionPlan {
 }
 
 impl UnionPlan {
-    /// The plan for `program`'s unfiltered patterns of `kind`; `relaxed`: each
-    /// backtracking program's relaxed regex, by program index; `lazy`: the rule set's
-    /// lazy DFAs. A cache's groups are taken as they are; what it lacks is grouped
-    /// again by [`group`] (a job).
-    pub(super) fn new(
+    /// The plan for `program`'s unfiltered line patterns of `kind`, as [`UnionPlan::new`].
+    pub(super) fn of_lines(
         program: &TargetProgram,
         kind: UnionKind,
         config: &Config,
@@ -559,15 +582,33 @@ impl UnionPlan {
         lazy: &[hybrid::dfa::DFA],
         dense: &mut Dense<'_>,
     ) -> UnionPlan {
-        let mut plan = UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
+        let candidates = program.unfiltered.iter().filter_map(|&p| {
+            let pattern = program.patterns.get(p as usize)?;
+            Some(Candidate { index: p, rule: pattern.rule, matcher: &pattern.matcher, asks_once: false })
+        });
+        UnionPlan::new(candidates, kind, true, config, relaxed, lazy, dense)
+    }
+
+    /// The plan for `candidates` of `kind`, of a line target or of one text (`lines`);
+    /// `relaxed`: each backtracking program's relaxed regex, by program index; `lazy`:
+    /// the rule set's lazy DFAs. A cache's groups are taken as they are; what it lacks
+    /// is grouped again by [`group`] (a job).
+    pub(super) fn new<'a>(
+        candidates: impl Iterator<Item = Candidate<'a>>,
+        kind: UnionKind,
+        lines: bool,
+        config: &Config,
+        relaxed: &[String],
+        lazy: &[hybrid::dfa::DFA],
+        dense: &mut Dense<'_>,
+    ) -> UnionPlan {
+        let mut plan = UnionPlan { kind, lines, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
         if matches!(dense, Dense::Skip) {
             return plan;
         }
-        let mut candidates: Vec<(usize, u32)> = program
-            .unfiltered
-            .iter()
-            .filter_map(|&p| {
-                let screen = match &program.patterns.get(p as usize)?.matcher {
+        let mut sized: Vec<(usize, Candidate<'a>)> = candidates
+            .filter_map(|c| {
+                let screen = match c.matcher {
                     Matcher::Backtrack { relaxed, .. } => &**relaxed,
                     m => m,
                 };
@@ -576,27 +617,38 @@ impl UnionPlan {
                     (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_nfa().states().len(),
                     _ => return None,
                 };
-                Some((size, p))
+                Some((size, c))
             })
             .collect();
-        if candidates.len() < 2 {
+        if sized.len() < 2 {
             return plan;
         }
         // Small automata first: more of them fit together.
-        candidates.sort_unstable();
-        let sizes: Vec<usize> = candidates.iter().map(|&(size, _)| size).collect();
-        plan.candidates = candidates.into_iter().map(|(_, p)| p).collect();
+        sized.sort_by_key(|(size, c)| (*size, c.index));
+        let mut named = Vec::new();
+        for (_, c) in &sized {
+            let (tag, text) = identity(c, config, relaxed);
+            named.push(tag);
+            named.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            named.extend_from_slice(text.as_bytes());
+        }
+        let sizes: Vec<usize> = sized.iter().map(|&(size, _)| size).collect();
+        plan.candidates = sized
+            .iter()
+            .map(|(_, c)| Planned {
+                index: c.index,
+                rule: c.rule,
+                screen: matches!(c.matcher, Matcher::Backtrack { .. }),
+                asks_once: c.asks_once,
+                own: if lines { own_automaton(c.matcher, kind, lazy) } else { None },
+            })
+            .collect();
         if let Dense::Cached(cache) = dense {
-            let mut named = Vec::new();
-            for &p in &plan.candidates {
-                let (tag, text) = identity(program, p, config, relaxed);
-                named.push(tag);
-                named.extend_from_slice(&(text.len() as u32).to_le_bytes());
-                named.extend_from_slice(text.as_bytes());
-            }
-            let (tag, limit) = match kind {
-                UnionKind::Dense => (&b"unions"[..], UNION_LIMIT),
-                UnionKind::Lazy => (&b"lazy unions"[..], LAZY_UNION_STATES),
+            let (tag, limit) = match (kind, lines) {
+                (UnionKind::Dense, true) => (&b"unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, true) => (&b"lazy unions"[..], LAZY_UNION_STATES),
+                (UnionKind::Dense, false) => (&b"header unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, false) => (&b"header lazy unions"[..], LAZY_UNION_STATES),
             };
             let list = cache::key(&[tag, &named, &limit.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
             let mut covered = 0usize;
@@ -617,16 +669,19 @@ impl UnionPlan {
             plan.list = Some(list);
         }
         let covered: usize = plan.known.iter().map(|g| g.members).sum();
-        let rest = plan.candidates.get(covered..).unwrap_or_default();
-        plan.sources = rest.iter().map(|&p| regex_of(program, p, config, relaxed)).collect();
+        plan.sources = sized.iter().skip(covered).map(|(_, c)| regex_of(c, config, relaxed)).collect();
         plan.sizes = sizes.get(covered..).unwrap_or_default().to_vec();
         plan
     }
 
-    /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
-    /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
-    /// each rule's, by rule id; a lazy union's DFA joins `lazy`.
-    pub(super) fn finish(
+    /// Whether the plan has no candidates: it makes no union.
+    pub(super) fn is_empty(&self) -> bool {
+        self.candidates.is_empty()
+    }
+
+    /// Sets `program`'s unions and unfiltered patterns from this plan of its line
+    /// patterns, as [`UnionPlan::finish`].
+    pub(super) fn finish_lines(
         self,
         program: &mut TargetProgram,
         built: Vec<Group>,
@@ -634,8 +689,24 @@ impl UnionPlan {
         lazy: &mut Vec<hybrid::dfa::DFA>,
         dense: &mut Dense<'_>,
     ) {
-        if self.candidates.is_empty() {
+        let candidates: Vec<u32> = self.candidates.iter().map(|c| c.index).collect();
+        let (unions, mut alone) = self.finish(built, max_hits, lazy, dense);
+        if candidates.is_empty() {
             return;
+        }
+        alone.extend(program.unfiltered.iter().copied().filter(|p| !candidates.contains(p)));
+        alone.sort_unstable();
+        program.unfiltered = alone;
+        program.unions.extend(unions);
+    }
+
+    /// The unions of the known groups and `built` (what [`group`] made of the sources),
+    /// recording those in a cache, and the candidates left alone; `max_hits`: each
+    /// rule's, by rule id; a lazy union's DFA joins `lazy`.
+    pub(super) fn finish(self, built: Vec<Group>, max_hits: &[u32], lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> (Vec<Union>, Vec<u32>) {
+        let (mut unions, mut alone) = (Vec::new(), Vec::new());
+        if self.candidates.is_empty() {
+            return (unions, alone);
         }
         let mut groups = self.known;
         for group in built {
@@ -649,11 +720,12 @@ impl UnionPlan {
             }
             groups.push(group);
         }
-        let mut alone: Vec<u32> = program.unfiltered.iter().copied().filter(|p| !self.candidates.contains(p)).collect();
-        let mut rest = self.candidates.as_slice();
+        let mut rest = self.candidates;
         for group in groups {
-            let Some((members, after)) = rest.split_at_checked(group.members) else { break };
-            rest = after;
+            if group.members > rest.len() {
+                break;
+            }
+            let mut members: Vec<Planned> = rest.drain(..group.members).collect();
             let automaton = match group.automaton {
                 Some(built) if members.len() >= 2 && built.pattern_len() == members.len() => match built {
                     Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
@@ -661,41 +733,36 @@ impl UnionPlan {
                 },
                 // A pattern alone is a union of one over its own DFA, so that it can walk
                 // beside another union.
-                None => match members {
-                    &[p] => own_automaton(program, p, self.kind, lazy),
+                None => match members.as_mut_slice() {
+                    [one] => one.own.take(),
                     _ => None,
                 },
                 _ => None,
             };
             let Some(automaton) = automaton else {
-                alone.extend_from_slice(members);
+                alone.extend(members.iter().map(|c| c.index));
                 continue;
             };
             // A member whose automaton is its exact regex, counting one match at most,
             // takes the union's hit as its result.
             let mut decided = 0u64;
-            for (bit, &p) in members.iter().enumerate() {
-                let exact = program
-                    .patterns
-                    .get(p as usize)
-                    .is_some_and(|c| !matches!(c.matcher, Matcher::Backtrack { .. }) && max_hits.get(c.rule as usize) == Some(&1));
-                if exact {
+            for (bit, c) in members.iter().enumerate() {
+                if !c.screen && (c.asks_once || max_hits.get(c.rule as usize) == Some(&1)) {
                     decided |= 1u64.checked_shl(bit as u32).unwrap_or(0);
                 }
             }
-            program.unions.push(Union { automaton, members: members.to_vec(), decided });
+            unions.push(Union { automaton, members: members.iter().map(|c| c.index).collect(), decided });
         }
-        alone.extend_from_slice(rest);
-        alone.sort_unstable();
-        program.unfiltered = alone;
+        alone.extend(rest.iter().map(|c| c.index));
+        (unions, alone)
     }
 }
 
-/// Pattern `p`'s own DFA (or screen's), of `kind`, as the automaton of a union of one,
+/// A matcher's own DFA (or screen's), of `kind`, as the automaton of a union of one,
 /// when a pass of it so costs what its own search does: the DFA has no prefilter to
 /// skip with. (One whose matches need a byte starts at the line of its first.)
-fn own_automaton(program: &TargetProgram, p: u32, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
-    let screen = match &program.patterns.get(p as usize)?.matcher {
+fn own_automaton(matcher: &Matcher, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
+    let screen = match matcher {
         Matcher::Backtrack { relaxed, .. } => &**relaxed,
         m => m,
     };
@@ -711,29 +778,31 @@ fn group_key(list: &cache::Key, index: usize) -> cache::Key {
     cache::key(&[b"union", list, &(index as u32).to_le_bytes()])
 }
 
-/// What names pattern `p`'s automaton in a union's key: its rule's Perl text for an
+/// What names a candidate's automaton in a union's key: its rule's Perl text for an
 /// exact DFA (a warm start translates nothing), the relaxed regex for a screen.
-fn identity<'c>(program: &TargetProgram, p: u32, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
-    let Some(compiled) = program.patterns.get(p as usize) else { return (0, "") };
-    match &compiled.matcher {
+fn identity<'c>(candidate: &Candidate<'_>, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
+    match candidate.matcher {
         Matcher::Backtrack { program, .. } => (b'r', relaxed.get(*program as usize).map_or("", String::as_str)),
-        _ => (b'p', perl_pattern(config, compiled.rule).map_or("", |pattern| pattern.perl.as_str())),
+        _ => (b'p', perl_pattern(config, candidate.rule).map_or("", |pattern| pattern.perl.as_str())),
     }
 }
 
 fn perl_pattern(config: &Config, rule: u32) -> Option<&super::Pattern> {
     match &config.rules.get(rule as usize)?.kind {
         RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Uri(p) | RuleKind::Full(p) => Some(p),
+        RuleKind::Header(h) => match &h.test {
+            HeaderTest::Matches(p) | HeaderTest::NotMatches(p) => Some(p),
+            HeaderTest::Exists => None,
+        },
         _ => None,
     }
 }
 
-/// The regex pattern `p`'s DFA was built from.
-fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]) -> Option<String> {
-    let compiled = program.patterns.get(p as usize)?;
-    match &compiled.matcher {
+/// The regex a candidate's DFA was built from.
+fn regex_of(candidate: &Candidate<'_>, config: &Config, relaxed: &[String]) -> Option<String> {
+    match candidate.matcher {
         Matcher::Backtrack { program, .. } => relaxed.get(*program as usize).cloned(),
-        _ => perl_pattern(config, compiled.rule)?.translated().ok(),
+        _ => perl_pattern(config, candidate.rule)?.translated().ok(),
     }
 }
 
@@ -742,13 +811,14 @@ fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]
 /// parse).
 pub(super) fn group(plan: &UnionPlan) -> Vec<Group> {
     match plan.kind {
-        UnionKind::Dense => group_dense(&plan.sources),
-        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes),
+        UnionKind::Dense => group_dense(&plan.sources, plan.lines),
+        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes, plan.lines),
     }
 }
 
-/// Dense unions, each under [`UNION_LIMIT`].
-fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
+/// Dense unions, each under [`UNION_LIMIT`], of regexes matched in each line of their
+/// texts (`lines`) or in the whole text.
+fn group_dense(sources: &[Option<String>], lines: bool) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
@@ -758,7 +828,7 @@ fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
             groups.push(Group { members: 1, automaton: None });
             continue;
         };
-        current.push(line_local(&hir, 0));
+        current.push(if lines { line_local(&hir, 0) } else { hir });
         if current.len() == 1 {
             continue;
         }
@@ -777,8 +847,8 @@ fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
 }
 
 /// Lazy unions, each of at most [`LAZY_UNION_STATES`] NFA states (`sizes`: each
-/// source's) unless one pattern alone has more.
-fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
+/// source's) unless one pattern alone has more; `lines` as for [`group_dense`].
+fn group_lazy(sources: &[Option<String>], sizes: &[usize], lines: bool) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut states = 0usize;
@@ -798,7 +868,7 @@ fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
             states = 0;
         }
         states += size;
-        current.push(line_local(&hir, 0));
+        current.push(if lines { line_local(&hir, 0) } else { hir });
     }
     close_lazy(&mut groups, &mut current);
     groups
@@ -843,7 +913,7 @@ mod tests {
 
     /// A plan of `kind` left to group `sources` (NFA `sizes` for a lazy one).
     fn plan(kind: UnionKind, sources: &[&str], sizes: &[usize]) -> UnionPlan {
-        UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
+        UnionPlan { kind, lines: true, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
     }
 
     /// (kind, regexes, NFA sizes for lazy ones, members of each run: a union from 2 up, 1 alone)

@@ -162,6 +162,15 @@ pub fn is_pseudo_header(name: &[u8]) -> bool {
     pseudo_of(name).is_some()
 }
 
+/// Whether the text of pseudo-header `name` is one [`Relays::write_relay_texts`] writes,
+/// so that a prefilter reading those finds its literals.
+pub fn is_relay_text(name: &[u8]) -> bool {
+    matches!(
+        pseudo_of(name),
+        Some(Pseudo::Untrusted | Pseudo::Trusted | Pseudo::Internal | Pseudo::External | Pseudo::EnvelopeFrom)
+    )
+}
+
 /// The relays of one message, trusted and untrusted, and its envelope sender.
 #[derive(Debug, Default)]
 pub struct Relays {
@@ -466,6 +475,16 @@ impl Relays {
     /// `EnvelopeFrom`: the envelope sender, when the message says.
     pub fn envelope_from(&self) -> Option<&[u8]> {
         self.envelope_from.map(|r| r.get(&self.arena))
+    }
+
+    /// Writes the texts of every pseudo-header [`is_relay_text`] names into `out`, each
+    /// on a line: a haystack in which the literals of rules on them occur when they
+    /// occur in the one such a rule reads.
+    pub fn write_relay_texts(&self, out: &mut Vec<u8>) {
+        for name in [&b"X-Spam-Relays-Untrusted"[..], b"X-Spam-Relays-Trusted", b"X-Spam-Relays-Internal", b"X-Spam-Relays-External", b"EnvelopeFrom"] {
+            self.pseudo_header(name, out);
+            out.push(b'\n');
+        }
     }
 
     /// Writes the value of pseudo-header `name` into `out`; `None` when `name` is not a
