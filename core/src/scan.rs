@@ -1374,9 +1374,11 @@ mod tests {
     fn unions_table() {
         // Unfiltered body patterns searched as unions: a union's hit is the result of a
         // plain one, while a `multiple` one counts its matches and a backtracking one
-        // (whose union member is its relaxed form, `\d+x`) asks its program.
+        // (whose union member is its relaxed form, `\d+x`) asks its program; one that
+        // matches a single byte (`[!?]`) stays out, searched alone.
         let rules = "body A /\\d\\d-\\d\\d/\nbody B /[A-Z]{3}!/\nbody C /\\w\\?\\s/\n\
-                     body __D /\\w!\\s/\ntflags __D multiple\nmeta M __D == 3\nbody E /\\d+x(?=y)/\n";
+                     body __D /\\w!\\s/\ntflags __D multiple\nmeta M __D == 3\nbody E /\\d+x(?=y)/\n\
+                     body __F /[!?]/\ntflags __F multiple\nmeta MF __F == 4\n";
         let config = parse_str("test.cf", rules).expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
         let names = |bits: &dyn Fn(&crate::rules::unions::Union, usize) -> bool| {
@@ -1399,6 +1401,7 @@ mod tests {
             // Searched again from the line of the first hit in the union, not after it.
             ("a\nb! c! \nd! \n", &["M"]),
             ("5xz\n6xy\n", &["E"]),
+            ("a! b? c! d?\n", &["C", "MF"]),
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);
@@ -1414,7 +1417,7 @@ mod tests {
         let rules = "header S1 Subject =~ /^[a-z]+ \\d/\nheader S2 Subject =~ /\\d{3}!/\nheader S3 Subject !~ /[A-Z]{2}/\n\
                      header __S4 Subject =~ /\\w\\s/\ntflags __S4 multiple\nmeta M __S4 == 2\n\
                      header S5 Subject =~ /\\d+x(?=y)/\nheader S6 Subject =~ /^\\d/ [if-unset: 1]\n\
-                     header A1 ALL =~ /\\d\\n[A-Z]\\w+: \\d/\nheader A2 ALL =~ /[!?]\\s*$/m\n";
+                     header A1 ALL =~ /\\d\\n[A-Z]\\w+: \\d/\nheader A2 ALL =~ /\\w[!?]\\s*$/m\n";
         let config = parse_str("test.cf", rules).expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
         let name = |&m: &u32| set.headers.get(m as usize).map_or("", |c| set.rule_name(c.rule));

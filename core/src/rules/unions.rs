@@ -613,6 +613,7 @@ impl UnionPlan {
                     m => m,
                 };
                 let size = match (kind, screen) {
+                    (UnionKind::Dense, Matcher::Dense(dfa)) if matches_one_byte(dfa) => return None,
                     (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.memory_usage(),
                     (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_nfa().states().len(),
                     _ => return None,
@@ -771,6 +772,19 @@ fn own_automaton(matcher: &Matcher, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) 
         (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.get_prefilter().is_none().then_some(UnionAutomaton::Own),
         _ => None,
     }
+}
+
+/// Whether `dfa` matches a text of one byte (or none): a pattern that can match so
+/// much would hold its union's pass in match states wherever it matches, and searched
+/// alone it skips to the bytes it needs.
+fn matches_one_byte(dfa: &dense::DFA<Vec<u32>>) -> bool {
+    let Ok(start) = dfa.start_state_forward(&Input::new(&b""[..])) else { return false };
+    let ends_in_match = |state: StateID| dfa.is_match_state(dfa.next_eoi_state(state));
+    ends_in_match(start)
+        || (0..=255u8).any(|byte| {
+            let next = dfa.next_state(start, byte);
+            dfa.is_match_state(next) || ends_in_match(next)
+        })
 }
 
 /// The cache key of group `index` of the candidate list named `list`.
@@ -959,6 +973,25 @@ mod tests {
                 assert_eq!(of_kind, (g.members > 1).then_some(*kind), "{kind:?} {sources:?}");
                 assert_eq!(g.automaton.as_ref().map(Grouped::pattern_len), (g.members > 1).then_some(g.members), "{sources:?}");
             }
+        }
+    }
+
+    #[test]
+    fn matches_one_byte_table() {
+        // (regex, whether a text of one byte or none matches it)
+        let cases: &[(&str, bool)] = &[
+            ("e", true),
+            (r"[\x80-\xff]", true),
+            ("a?", true),
+            ("xy|z", true),
+            (r"\bq\b", true),
+            ("ab", false),
+            ("(?:ab){1,2}", false),
+            (r"e\d", false),
+        ];
+        for (regex, want) in cases {
+            let dfa = build(&[parse_hir(regex).expect("regex")]).expect("dfa");
+            assert_eq!(matches_one_byte(&dfa), *want, "{regex}");
         }
     }
 
