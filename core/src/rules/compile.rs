@@ -335,6 +335,12 @@ pub(crate) enum MetaStep {
     Not,
     Neg,
     Op(MetaOp),
+    /// `&&` after its left side: when that is 0 it is the value and the right side,
+    /// the steps up to `.0`, is skipped; otherwise the right side's value is.
+    AndThen(u32),
+    /// `||` after its left side: when that is not 0 it is the value and the right side,
+    /// the steps up to `.0`, is skipped; otherwise the right side's value is.
+    OrElse(u32),
 }
 
 pub(crate) struct MetaProgram {
@@ -1520,7 +1526,9 @@ impl RuleSet {
 /// The value of a meta program, reading rule counts from `count`.
 pub(crate) fn eval_meta(steps: &[MetaStep], count: impl Fn(u32) -> u32, stack: &mut Vec<f64>) -> f64 {
     stack.clear();
-    for step in steps {
+    let mut pc = 0usize;
+    while let Some(step) = steps.get(pc) {
+        pc += 1;
         let value = match *step {
             MetaStep::Rule(id) => f64::from(count(id)),
             MetaStep::Number(n) => n,
@@ -1536,6 +1544,20 @@ pub(crate) fn eval_meta(steps: &[MetaStep], count: impl Fn(u32) -> u32, stack: &
                 let b = stack.pop().unwrap_or(0.0);
                 let a = stack.pop().unwrap_or(0.0);
                 meta_op(op, a, b)
+            }
+            MetaStep::AndThen(end) | MetaStep::OrElse(end) => {
+                let left = stack.last().copied().unwrap_or(0.0);
+                let decided = match step {
+                    MetaStep::AndThen(_) => left == 0.0,
+                    _ => left != 0.0,
+                };
+                // Jumps only go forward, so every program ends.
+                if decided && end as usize > pc {
+                    pc = end as usize;
+                } else {
+                    stack.pop();
+                }
+                continue;
             }
         };
         if stack.len() < stack.capacity() {
@@ -1621,6 +1643,18 @@ fn meta_steps(
             meta_steps(e, lookup, out, depth + 1)?;
             out.push(MetaStep::Neg);
         }
+        MetaExpr::Binary(op @ (MetaOp::And | MetaOp::Or), a, b) => {
+            // The right side runs only when the left does not decide (Perl's value:
+            // the left side when it decides, else the right side).
+            meta_steps(a, lookup, out, depth + 1)?;
+            let at = out.len();
+            out.push(MetaStep::Number(0.0));
+            meta_steps(b, lookup, out, depth + 1)?;
+            let end = u32::try_from(out.len()).map_err(|_| ())?;
+            if let Some(step) = out.get_mut(at) {
+                *step = if *op == MetaOp::And { MetaStep::AndThen(end) } else { MetaStep::OrElse(end) };
+            }
+        }
         MetaExpr::Binary(op, a, b) => {
             meta_steps(a, lookup, out, depth + 1)?;
             meta_steps(b, lookup, out, depth + 1)?;
@@ -1651,6 +1685,56 @@ mod tests {
     use crate::rules::jobs::{run_here, Job, Spread};
     use crate::rules::cf::parse_str;
     use crate::scan::Scratch;
+
+    /// The value of `expr` evaluated whole, every side of every operator.
+    fn meta_value(expr: &MetaExpr, count: &dyn Fn(&str) -> f64) -> f64 {
+        match expr {
+            MetaExpr::Rule(name) => count(name),
+            MetaExpr::Number(n) => *n,
+            MetaExpr::Not(e) => f64::from(u8::from(meta_value(e, count) == 0.0)),
+            MetaExpr::Neg(e) => -meta_value(e, count),
+            MetaExpr::Binary(op, a, b) => meta_op(*op, meta_value(a, count), meta_value(b, count)),
+        }
+    }
+
+    /// A random meta expression over rules `A`..`C` and the unknown `Z`.
+    fn random_meta(rng: &mut crate::rules::Xorshift, depth: usize) -> MetaExpr {
+        use alloc::boxed::Box;
+        const OPS: [MetaOp; 12] = [
+            MetaOp::And, MetaOp::Or, MetaOp::And, MetaOp::Or, MetaOp::Add, MetaOp::Sub,
+            MetaOp::Mul, MetaOp::Div, MetaOp::Gt, MetaOp::Ge, MetaOp::Eq, MetaOp::Ne,
+        ];
+        match (depth, rng.below(6)) {
+            (0, _) | (_, 0) => MetaExpr::Rule(String::from(["A", "B", "C", "Z"][rng.below(4)])),
+            (_, 1) => MetaExpr::Number(rng.below(3) as f64),
+            (_, 2) => MetaExpr::Not(Box::new(random_meta(rng, depth - 1))),
+            (_, 3) if rng.below(4) == 0 => MetaExpr::Neg(Box::new(random_meta(rng, depth - 1))),
+            _ => MetaExpr::Binary(OPS[rng.below(OPS.len())], Box::new(random_meta(rng, depth - 1)), Box::new(random_meta(rng, depth - 1))),
+        }
+    }
+
+    #[test]
+    fn meta_steps_as_whole_generated_table() {
+        // `&&` and `||` skip their right side when the left decides, with Perl's values
+        // (the deciding side's, else the right's): every program gives the value of its
+        // expression evaluated whole.
+        let lookup = |name: &str| ["A", "B", "C"].iter().position(|n| *n == name).map(|i| i as u32);
+        let mut rng = crate::rules::Xorshift(0x9e37_79b9);
+        let mut skipped = 0usize;
+        for case in 0..3_000 {
+            let expr = random_meta(&mut rng, 1 + case % 5);
+            let counts = [rng.below(3) as u32, rng.below(3) as u32, rng.below(3) as u32];
+            let mut steps = Vec::new();
+            meta_steps(&expr, &lookup, &mut steps, 0).expect("steps");
+            skipped += steps.iter().filter(|s| matches!(s, MetaStep::AndThen(_) | MetaStep::OrElse(_))).count();
+            let mut stack = Vec::with_capacity(steps.len() + 1);
+            let got = eval_meta(&steps, |id| counts.get(id as usize).copied().unwrap_or(0), &mut stack);
+            let count = |name: &str| lookup(name).and_then(|i| counts.get(i as usize)).map_or(0.0, |&c| f64::from(c));
+            let want = meta_value(&expr, &count);
+            assert!(got == want || (got.is_nan() && want.is_nan()), "{expr:?} {counts:?}: {got} != {want}");
+        }
+        assert!(skipped > 1_000, "the cases hold `&&` and `||`");
+    }
 
     /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     /// builds dense DFAs.
