@@ -388,7 +388,9 @@ impl RuleSet {
         if let Some(literals) = &self.header_prefilter {
             // The relays' pseudo-headers are a haystack too: `target` is free until the checks.
             target.clear();
-            eval.relays.write_relay_texts(target);
+            if self.relay_literals {
+                eval.relays.write_relay_texts(target);
+            }
             for hay in [message.header_block(), all_headers.as_slice(), target.as_slice()] {
                 literals.for_each_hit(hay, |literal, _| {
                     if let Some(e) = lines.literal_epoch.get_mut(literal) {
@@ -1375,10 +1377,12 @@ mod tests {
         // Unfiltered body patterns searched as unions: a union's hit is the result of a
         // plain one, while a `multiple` one counts its matches and a backtracking one
         // (whose union member is its relaxed form, `\d+x`) asks its program; one that
-        // matches a single byte (`[!?]`) stays out, searched alone.
+        // matches a single byte (`[!?]`) stays out, searched alone, as does a `multiple`
+        // one matching a byte at line starts (`__G`), not one counting a single hit (`Q`).
         let rules = "body A /\\d\\d-\\d\\d/\nbody B /[A-Z]{3}!/\nbody C /\\w\\?\\s/\n\
                      body __D /\\w!\\s/\ntflags __D multiple\nmeta M __D == 3\nbody E /\\d+x(?=y)/\n\
-                     body __F /[!?]/\ntflags __F multiple\nmeta MF __F == 4\n";
+                     body __F /[!?]/\ntflags __F multiple\nmeta MF __F == 4\n\
+                     body __G /^\\s?\\d/\ntflags __G multiple maxhits=3\nmeta MG __G == 3\nbody Q /^\\s{0,3}>/\n";
         let config = parse_str("test.cf", rules).expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
         let names = |bits: &dyn Fn(&crate::rules::unions::Union, usize) -> bool| {
@@ -1392,8 +1396,8 @@ mod tests {
             names.sort_unstable();
             names
         };
-        assert_eq!(names(&|_, _| true), ["A", "B", "C", "E", "__D"]);
-        assert_eq!(names(&|u, bit| u.decided >> bit & 1 == 1), ["A", "B", "C"]);
+        assert_eq!(names(&|_, _| true), ["A", "B", "C", "E", "Q", "__D"]);
+        assert_eq!(names(&|u, bit| u.decided >> bit & 1 == 1), ["A", "B", "C", "Q"]);
         let cases: &[(&str, &[&str])] = &[
             ("call 12-34 now\nWOW! yes! ok! \nthe 5xy\n", &["A", "B", "E", "M"]),
             ("why? not\nsay! it! \nno 9xz here\n", &["C"]),
@@ -1402,6 +1406,7 @@ mod tests {
             ("a\nb! c! \nd! \n", &["M"]),
             ("5xz\n6xy\n", &["E"]),
             ("a! b? c! d?\n", &["C", "MF"]),
+            ("1\n\n2 >\n\n3\n\n> q\n", &["MG", "Q"]),
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);

@@ -392,6 +392,9 @@ pub struct RuleSet {
     /// into `headers`, all of one target.
     pub(crate) header_unions: Vec<Union>,
     pub(crate) header_prefilter: Option<LiteralAutomaton>,
+    /// Whether a header check on a relays' pseudo-header has prefilter literals: the
+    /// prefilter then reads the relays' texts too.
+    pub(crate) relay_literals: bool,
     pub(crate) header_literal_count: usize,
     pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
     pub(crate) metas: Vec<MetaProgram>,
@@ -876,6 +879,7 @@ impl RuleSet {
             headers: Vec::new(),
             header_unions: Vec::new(),
             header_prefilter: None,
+            relay_literals: false,
             header_literal_count: 0,
             mimeheaders: Vec::new(),
             metas: Vec::new(),
@@ -1144,9 +1148,11 @@ impl RuleSet {
                 let pseudo = matches!(&h.field, HeaderField::Named(n)
                     if super::eval::relays::is_pseudo_header(n.as_bytes()) && !super::eval::relays::is_relay_text(n.as_bytes()));
                 let literals = if h.if_unset.is_some() || pseudo { None } else { literals };
-                let literal_ids = literals
+                let literal_ids: Vec<u32> = literals
                     .map(|lits| lits.into_iter().map(|l| header_table.add(l, check_index)).collect())
                     .unwrap_or_default();
+                let relay_text = matches!(&h.field, HeaderField::Named(n) if super::eval::relays::is_relay_text(n.as_bytes()));
+                self.relay_literals |= relay_text && !literal_ids.is_empty();
                 self.headers.push(HeaderCheck {
                     rule,
                     target,

@@ -606,6 +606,11 @@ impl UnionPlan {
         if matches!(dense, Dense::Skip) {
             return plan;
         }
+        // Patterns that match single bytes stay out. At line starts only that matters
+        // for a rule counting many hits, which searches again whatever its union finds;
+        // one counting a single hit, as quoted lines, is rare at line starts and alone
+        // would search every line after its byte's first.
+        let counts_many = |rule: u32| config.rules.get(rule as usize).is_some_and(|r| r.tflags.multiple || r.tflags.maxhits.is_some_and(|m| m > 1));
         let mut sized: Vec<(usize, Candidate<'a>)> = candidates
             .filter_map(|c| {
                 let screen = match c.matcher {
@@ -613,7 +618,7 @@ impl UnionPlan {
                     m => m,
                 };
                 let size = match (kind, screen) {
-                    (UnionKind::Dense, Matcher::Dense(dfa)) if matches_one_byte(dfa) => return None,
+                    (UnionKind::Dense, Matcher::Dense(dfa)) if matches_one_byte(dfa, lines && counts_many(c.rule)) => return None,
                     (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.memory_usage(),
                     (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_nfa().states().len(),
                     _ => return None,
@@ -774,17 +779,21 @@ fn own_automaton(matcher: &Matcher, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) 
     }
 }
 
-/// Whether `dfa` matches a text of one byte (or none): a pattern that can match so
-/// much would hold its union's pass in match states wherever it matches, and searched
-/// alone it skips to the bytes it needs.
-fn matches_one_byte(dfa: &dense::DFA<Vec<u32>>) -> bool {
-    let Ok(start) = dfa.start_state_forward(&Input::new(&b""[..])) else { return false };
-    let ends_in_match = |state: StateID| dfa.is_match_state(dfa.next_eoi_state(state));
-    ends_in_match(start)
-        || (0..=255u8).any(|byte| {
+/// Whether `dfa` matches a single byte (or nothing) inside a text, after a word byte
+/// or a space and before one, or (`lines`) at the start or end of a line too: a pattern
+/// that matches so much would hold its union's pass in match states wherever it
+/// matches, and searched alone it stops at its first match or skips to its bytes.
+fn matches_one_byte(dfa: &dense::DFA<Vec<u32>>, lines: bool) -> bool {
+    let around: &[u8] = if lines { b"x \n" } else { b"x " };
+    around.iter().any(|&before| {
+        let text = [before, 0];
+        let Ok(start) = dfa.start_state_forward(&Input::new(&text[..]).range(1..)) else { return false };
+        // A match state is entered one byte after the match ends.
+        (0..=255u8).any(|byte| {
             let next = dfa.next_state(start, byte);
-            dfa.is_match_state(next) || ends_in_match(next)
+            dfa.is_match_state(next) || around.iter().any(|&after| dfa.is_match_state(dfa.next_state(next, after)))
         })
+    })
 }
 
 /// The cache key of group `index` of the candidate list named `list`.
@@ -984,14 +993,24 @@ mod tests {
             (r"[\x80-\xff]", true),
             ("a?", true),
             ("xy|z", true),
-            (r"\bq\b", true),
+            (r"\S", true),
             ("ab", false),
             ("(?:ab){1,2}", false),
             (r"e\d", false),
+            // At line starts or ends only: rare in a text of many lines.
+            (r"(?m)^\s*\S", false),
+            (r"(?m)^\s*$", false),
+            (r"(?m)>$", false),
+            (r"\bq\b", true),
         ];
         for (regex, want) in cases {
             let dfa = build(&[parse_hir(regex).expect("regex")]).expect("dfa");
-            assert_eq!(matches_one_byte(&dfa), *want, "{regex}");
+            assert_eq!(matches_one_byte(&dfa, false), *want, "{regex}");
+        }
+        // In a text of lines, at each line's start or end too.
+        for (regex, want) in [(r"(?m)^\s*\S", true), (r"(?m)>$", true), (r"(?m)^ab", false), ("ab", false), ("e", true)] {
+            let dfa = build(&[parse_hir(regex).expect("regex")]).expect("dfa");
+            assert_eq!(matches_one_byte(&dfa, true), want, "{regex} in lines");
         }
     }
 
