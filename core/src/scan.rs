@@ -402,9 +402,7 @@ impl RuleSet {
         probe.spent(Cost::Prefilter(RuleType::Header), started);
         let mut built_for: Option<u32> = None;
         let mut present = false;
-        // The next target's unions.
-        let mut unions = self.header_unions.as_slice();
-        for (index, check) in self.headers.iter().enumerate() {
+        for check in &self.headers {
             let started = probe.now();
             let candidate = check.literals.is_empty()
                 || check.literals.iter().any(|&l| lines.literal_epoch.get(l as usize) == Some(&epoch));
@@ -417,35 +415,15 @@ impl RuleSet {
                     None => false,
                 };
                 built_for = Some(check.target);
-                probe.spent(Cost::Prefilter(RuleType::Header), started);
-                let started = probe.now();
-                let of_target = |u: &Union| u.members.first().and_then(|&m| self.headers.get(m as usize)).map(|c| c.target);
-                while let Some((union, rest)) = unions.split_first() {
-                    match of_target(union) {
-                        Some(t) if t > check.target => break,
-                        Some(t) if t == check.target => find_in_header(union, target, epoch, lines),
-                        _ => {}
-                    }
-                    unions = rest;
-                }
-                probe.spent(Cost::Unions(RuleType::Header), started);
             }
-            let started = probe.now();
             let text: &[u8] = match (&check.if_unset, present) {
                 (Some(unset), false) => unset.as_bytes(),
                 _ => target.as_slice(),
             };
-            // What its union found: nothing (no match), a decided hit, or a place to search.
-            let found = lines.pattern_epoch.get(index) == Some(&epoch);
-            let decided = found && lines.pattern_first.get(index) == Some(&DECIDED);
             let max = state.max_hits(check.rule);
             let hopeless = lacks(check.required_byte.as_ref(), text);
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
-                HeaderCheckTest::Matches(_) if check.in_union && !found => 0,
-                HeaderCheckTest::NotMatches(_) if check.in_union && !found => 1,
-                HeaderCheckTest::Matches(_) if decided => 1,
-                HeaderCheckTest::NotMatches(_) if decided => 0,
                 HeaderCheckTest::Matches(_) if hopeless => 0,
                 HeaderCheckTest::Matches(m) => count_matches(m, text, max, &mut lines.engines),
                 HeaderCheckTest::NotMatches(m) => u32::from(hopeless || count_matches(m, text, 1, &mut lines.engines) == 0),
@@ -997,28 +975,6 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     }
 }
 
-/// Marks in `pattern_first` of a header check a union found whose hit is its result.
-const DECIDED: u32 = 1;
-
-/// Runs a header union over its target's `text`: marks with `epoch` in `s.pattern_epoch`
-/// the member checks it found (all of them when its search failed), and as [`DECIDED`]
-/// those whose hit is their result.
-fn find_in_header(union: &Union, text: &[u8], epoch: u32, s: &mut LineScratch<'_>) {
-    let mut first_ends = [0u32; UNION_MEMBERS];
-    let found = union.finds(text, 0, &mut first_ends, &[], |i| s.engines.lazy(i));
-    for (bit, &m) in union.members.iter().enumerate() {
-        let bit = 1u64 << bit;
-        let (hit, decided) = match found {
-            Some(found) => (found & bit != 0, union.decided & bit != 0),
-            None => (true, false),
-        };
-        if let (true, Some(e), Some(mark)) = (hit, s.pattern_epoch.get_mut(m as usize), s.pattern_first.get_mut(m as usize)) {
-            *e = epoch;
-            *mark = if decided { DECIDED } else { 0 };
-        }
-    }
-}
-
 /// Takes what `union` found for its members: the members found by bit and where each
 /// one's first match ends, or `None` when its search failed. A decided member takes
 /// its hit; the others found search from the line of their first match.
@@ -1410,44 +1366,6 @@ mod tests {
         ];
         for (body, want) in cases {
             assert_hits(&alloc::format!("Subject: u\r\n\r\n{body}"), &[(rules, want)]);
-        }
-    }
-
-    #[test]
-    fn header_unions_table() {
-        // Header checks without literals are searched as unions of their target's: a
-        // plain one's hit decides it, a negated one's too, a `multiple` one counts and a
-        // backtracking one (member `\d+x`) asks its program; the union of an `ALL` check
-        // reads the whole block across lines; one with an if-unset value runs alone.
-        let rules = "header S1 Subject =~ /^[a-z]+ \\d/\nheader S2 Subject =~ /\\d{3}!/\nheader S3 Subject !~ /[A-Z]{2}/\n\
-                     header __S4 Subject =~ /\\w\\s/\ntflags __S4 multiple\nmeta M __S4 == 2\n\
-                     header S5 Subject =~ /\\d+x(?=y)/\nheader S6 Subject =~ /^\\d/ [if-unset: 1]\n\
-                     header A1 ALL =~ /\\d\\n[A-Z]\\w+: \\d/\nheader A2 ALL =~ /\\w[!?]\\s*$/m\n";
-        let config = parse_str("test.cf", rules).expect("rules parse");
-        let set = RuleSet::compile(&config).expect("rules compile");
-        let name = |&m: &u32| set.headers.get(m as usize).map_or("", |c| set.rule_name(c.rule));
-        let mut members: Vec<&str> = set.header_unions.iter().flat_map(|u| u.members.iter().map(name)).collect();
-        let mut decided: Vec<&str> = set
-            .header_unions
-            .iter()
-            .flat_map(|u| u.members.iter().enumerate().filter(|(bit, _)| u.decided >> bit & 1 == 1).map(|(_, m)| name(m)))
-            .collect();
-        members.sort_unstable();
-        decided.sort_unstable();
-        assert_eq!(members, ["A1", "A2", "S1", "S2", "S3", "S5", "__S4"]);
-        assert_eq!(decided, ["A1", "A2", "S1", "S2", "S3"]);
-        let cases: &[(&str, &[&str])] = &[
-            ("Subject: abc 123!\r\nX-A: 1\r\n", &["A2", "S1", "S2", "S3"]),
-            ("Subject: Abc 12! a b c\r\nX-A: 1\r\n", &["S3"]),
-            ("Subject: 5xy-6xz a 1!\r\nX1: 2\r\nXA: 1\r\n", &["A1", "A2", "M", "S3", "S5", "S6"]),
-            ("Subject: 5xz ok?\r\n", &["A2", "S3", "S6"]),
-            ("Subject: ABC 999!\r\n", &["A2", "S2"]),
-            ("X-A: 1\r\n", &["S3", "S6"]),
-        ];
-        for (headers, want) in cases {
-            let mut want = want.to_vec();
-            want.sort_unstable();
-            assert_hits(&alloc::format!("{headers}\r\nbody\n"), &[(rules, &want)]);
         }
     }
 

@@ -23,7 +23,7 @@ use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::literal::LiteralAutomaton;
 use super::repeat::{self, Openings, Repeat};
-use super::unions::{Candidate, Group, Union, UnionAutomaton, UnionKind, UnionPlan};
+use super::unions::{Union, UnionAutomaton, UnionKind, UnionPlan};
 use super::perl;
 use super::{
     literal, Config, HeaderField, HeaderForm, HeaderTest, MetaExpr, MetaOp, Pattern, RuleDef, RuleKind,
@@ -305,9 +305,6 @@ pub(crate) struct HeaderCheck {
     pub(crate) literals: Vec<u32>,
     /// For a pattern without literals: a byte one of which every match holds.
     pub(crate) required_byte: Option<literal::RequiredByte>,
-    /// A member of one of its target's unions ([`RuleSet::header_unions`]), which tell
-    /// whether it can match.
-    pub(crate) in_union: bool,
 }
 
 pub(crate) enum HeaderCheckTest {
@@ -388,9 +385,6 @@ pub struct RuleSet {
     pub(crate) header_targets: Vec<HeaderTarget>,
     /// Header checks, grouped by target.
     pub(crate) headers: Vec<HeaderCheck>,
-    /// Unions of header checks without literals, in target order; members are indices
-    /// into `headers`, all of one target.
-    pub(crate) header_unions: Vec<Union>,
     pub(crate) header_prefilter: Option<LiteralAutomaton>,
     /// Whether a header check on a relays' pseudo-header has prefilter literals: the
     /// prefilter then reads the relays' texts too.
@@ -721,32 +715,6 @@ pub(super) fn line_local(hir: &Hir, depth: usize) -> Hir {
     }
 }
 
-/// The union plans of the header checks that always run (no literals, no if-unset
-/// value), dense then lazy for each target; `headers` are grouped by target.
-fn header_union_plans(headers: &[HeaderCheck], config: &Config, relaxed: &[String], lazy: &[hybrid::dfa::DFA], dense: &mut Dense<'_>) -> Vec<UnionPlan> {
-    let mut plans = Vec::new();
-    let mut first = 0usize;
-    for run in headers.chunk_by(|a, b| a.target == b.target) {
-        for kind in [UnionKind::Dense, UnionKind::Lazy] {
-            let candidates = run.iter().enumerate().filter_map(|(i, check)| {
-                let (matcher, asks_once) = match &check.test {
-                    HeaderCheckTest::Matches(m) => (m, false),
-                    HeaderCheckTest::NotMatches(m) => (m, true),
-                    HeaderCheckTest::Exists => return None,
-                };
-                let always = check.literals.is_empty() && check.if_unset.is_none();
-                always.then_some(Candidate { index: (first + i) as u32, rule: check.rule, matcher, asks_once })
-            });
-            let plan = UnionPlan::new(candidates, kind, false, config, relaxed, lazy, dense);
-            if !plan.is_empty() {
-                plans.push(plan);
-            }
-        }
-        first += run.len();
-    }
-    plans
-}
-
 /// A dense DFA, or `None` when it would exceed `dense_limit` bytes; `anchored`: one that
 /// can also start anchored.
 fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool, dense_limit: usize) -> Option<dense::DFA<Vec<u32>>> {
@@ -877,7 +845,6 @@ impl RuleSet {
             uri: TargetProgram::default(),
             header_targets: Vec::new(),
             headers: Vec::new(),
-            header_unions: Vec::new(),
             header_prefilter: None,
             relay_literals: false,
             header_literal_count: 0,
@@ -933,20 +900,23 @@ impl RuleSet {
             (&set.rawbody, UnionKind::Lazy),
             (&set.uri, UnionKind::Lazy),
         ]
-        .map(|(program, kind)| UnionPlan::of_lines(program, kind, config, &set.program_relaxed, &set.lazy_dfas, &mut dense));
-        // Header checks by target, so that each target text is assembled once and its
-        // unions are of its checks.
-        set.headers.sort_by_key(|c| c.target);
-        let header_plans = header_union_plans(&set.headers, config, &set.program_relaxed, &set.lazy_dfas, &mut dense);
+        .map(|(program, kind)| UnionPlan::new(program, kind, config, &set.program_relaxed, &set.lazy_dfas, &mut dense));
         let [t_body, t_raw, t_full, t_uri] = tables;
         // Longest first: unions a cache lacks, the header table's Aho-Corasick DFA, then the body's NFA.
         let [p_body, p_raw, p_uri, l_body, l_raw, l_uri] = &plans;
-        let mut jobs: Vec<Job<'_>> = [p_body, l_body, p_raw, p_uri, l_raw, l_uri]
-            .into_iter()
-            .map(|plan| Job(Work::Unions { plan, built: None }))
-            .chain([&header_table, &t_body, &t_uri, &t_raw, &t_full].map(|table| Job(Work::Table { table, built: None })))
-            .chain(header_plans.iter().map(|plan| Job(Work::Unions { plan, built: None })))
-            .collect();
+        let mut jobs = [
+            Job(Work::Unions { plan: p_body, built: None }),
+            Job(Work::Unions { plan: l_body, built: None }),
+            Job(Work::Unions { plan: p_raw, built: None }),
+            Job(Work::Unions { plan: p_uri, built: None }),
+            Job(Work::Unions { plan: l_raw, built: None }),
+            Job(Work::Unions { plan: l_uri, built: None }),
+            Job(Work::Table { table: &header_table, built: None }),
+            Job(Work::Table { table: &t_body, built: None }),
+            Job(Work::Table { table: &t_uri, built: None }),
+            Job(Work::Table { table: &t_raw, built: None }),
+            Job(Work::Table { table: &t_full, built: None }),
+        ];
         spread(&mut jobs, &mut || {
             for (index, def) in config.rules.iter().enumerate() {
                 if let RuleKind::Eval { on, function, args } = &def.kind {
@@ -956,17 +926,10 @@ impl RuleSet {
             }
             set.compile_metas(config);
         });
-        // The jobs' results, in the order they were listed.
-        let mut done = jobs.into_iter();
-        let mut unions = || done.next().map_or_else(Vec::new, Job::into_unions);
-        let (u_body, l_body, u_raw, u_uri, l_raw, l_uri) = (unions(), unions(), unions(), unions(), unions(), unions());
-        let grouped = [u_body, u_raw, u_uri, l_body, l_raw, l_uri];
-        let mut table = || done.next().map_or(Ok(None), Job::into_table);
-        set.header_prefilter = table()?;
-        let prefilters = [table()?, table()?, table()?, table()?];
-        let [body, uri, raw, full] = prefilters;
-        let prefilters = [body, raw, full, uri];
-        let header_grouped: Vec<Vec<Group>> = done.map(Job::into_unions).collect();
+        let [u_body, l_body, u_raw, u_uri, l_raw, l_uri, header, body, uri, raw, full] = jobs;
+        let grouped = [u_body, u_raw, u_uri, l_body, l_raw, l_uri].map(Job::into_unions);
+        let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
+        set.header_prefilter = header.into_table()?;
 
         for ((program, table), prefilter) in [
             (&mut set.body, t_body),
@@ -990,22 +953,13 @@ impl RuleSet {
                 1 => &mut set.rawbody,
                 _ => &mut set.uri,
             };
-            plan.finish_lines(program, built, &max_hits, &mut set.lazy_dfas, &mut dense);
-        }
-        for (plan, built) in header_plans.into_iter().zip(header_grouped) {
-            let (unions, _alone) = plan.finish(built, &max_hits, &mut set.lazy_dfas, &mut dense);
-            for union in unions {
-                for &m in &union.members {
-                    if let Some(check) = set.headers.get_mut(m as usize) {
-                        check.in_union = true;
-                    }
-                }
-                set.header_unions.push(union);
-            }
+            plan.finish(program, built, &max_hits, &mut set.lazy_dfas, &mut dense);
         }
         set.program_relaxed = Vec::new();
         set.header_literal_count = header_table.literals.len();
         set.max_literals = set.max_literals.max(header_table.literals.len());
+        // Group header checks by target so each target text is assembled once.
+        set.headers.sort_by_key(|c| c.target);
         // MIME header checks by name: a part's header finds its checks by binary search.
         set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
         set.prefilters = Prefilters::default();
@@ -1160,7 +1114,6 @@ impl RuleSet {
                     if_unset: h.if_unset.clone(),
                     literals: literal_ids,
                     required_byte,
-                    in_union: false,
                 });
                 Ok(())
             }

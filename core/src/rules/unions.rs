@@ -19,7 +19,7 @@ use regex_syntax::hir::Hir;
 use super::cache::{self, Cached};
 use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
-use super::{Config, HeaderTest, RuleKind};
+use super::{Config, RuleKind};
 
 /// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
 /// to search (a 256 KiB union's pass costs up to twice one pattern's) and to build.
@@ -530,38 +530,12 @@ impl Grouped {
     }
 }
 
-/// A pattern a union may take: its index in its target's list (line patterns or
-/// header checks), its rule and its automaton.
-pub(super) struct Candidate<'a> {
-    pub(super) index: u32,
-    pub(super) rule: u32,
-    pub(super) matcher: &'a Matcher,
-    /// Its test asks only whether it matches (a negated header test), whatever its
-    /// rule's count of hits.
-    pub(super) asks_once: bool,
-}
-
-/// A candidate as a plan keeps it.
-struct Planned {
-    index: u32,
-    rule: u32,
-    /// Its automaton screens for a backtracking program: a union's hit is not its result.
-    screen: bool,
-    asks_once: bool,
-    /// Its own automaton as a union of one, when a pass of that costs what its own
-    /// search does (line targets only).
-    own: Option<UnionAutomaton>,
-}
-
 /// The unions of one kind of one target, between the rule loop and the end of a
 /// compile: the groups a cache knew, and the regexes of the candidates left to group.
 pub(crate) struct UnionPlan {
     kind: UnionKind,
-    /// Whether the target is lines, each matched on its own (body, rawbody, uri), or one
-    /// text (a header).
-    lines: bool,
     /// Unfiltered patterns with a DFA (or screen) of this kind, smallest first.
-    candidates: Vec<Planned>,
+    candidates: Vec<u32>,
     /// The cache's name for this list of candidates; none without a cache.
     list: Option<cache::Key>,
     known: Vec<Group>,
@@ -573,8 +547,11 @@ pub(crate) struct UnionPlan {
 }
 
 impl UnionPlan {
-    /// The plan for `program`'s unfiltered line patterns of `kind`, as [`UnionPlan::new`].
-    pub(super) fn of_lines(
+    /// The plan for `program`'s unfiltered patterns of `kind`; `relaxed`: each
+    /// backtracking program's relaxed regex, by program index; `lazy`: the rule set's
+    /// lazy DFAs. A cache's groups are taken as they are; what it lacks is grouped
+    /// again by [`group`] (a job).
+    pub(super) fn new(
         program: &TargetProgram,
         kind: UnionKind,
         config: &Config,
@@ -582,27 +559,7 @@ impl UnionPlan {
         lazy: &[hybrid::dfa::DFA],
         dense: &mut Dense<'_>,
     ) -> UnionPlan {
-        let candidates = program.unfiltered.iter().filter_map(|&p| {
-            let pattern = program.patterns.get(p as usize)?;
-            Some(Candidate { index: p, rule: pattern.rule, matcher: &pattern.matcher, asks_once: false })
-        });
-        UnionPlan::new(candidates, kind, true, config, relaxed, lazy, dense)
-    }
-
-    /// The plan for `candidates` of `kind`, of a line target or of one text (`lines`);
-    /// `relaxed`: each backtracking program's relaxed regex, by program index; `lazy`:
-    /// the rule set's lazy DFAs. A cache's groups are taken as they are; what it lacks
-    /// is grouped again by [`group`] (a job).
-    pub(super) fn new<'a>(
-        candidates: impl Iterator<Item = Candidate<'a>>,
-        kind: UnionKind,
-        lines: bool,
-        config: &Config,
-        relaxed: &[String],
-        lazy: &[hybrid::dfa::DFA],
-        dense: &mut Dense<'_>,
-    ) -> UnionPlan {
-        let mut plan = UnionPlan { kind, lines, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
+        let mut plan = UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
         if matches!(dense, Dense::Skip) {
             return plan;
         }
@@ -611,50 +568,42 @@ impl UnionPlan {
         // one counting a single hit, as quoted lines, is rare at line starts and alone
         // would search every line after its byte's first.
         let counts_many = |rule: u32| config.rules.get(rule as usize).is_some_and(|r| r.tflags.multiple || r.tflags.maxhits.is_some_and(|m| m > 1));
-        let mut sized: Vec<(usize, Candidate<'a>)> = candidates
-            .filter_map(|c| {
-                let screen = match c.matcher {
+        let mut candidates: Vec<(usize, u32)> = program
+            .unfiltered
+            .iter()
+            .filter_map(|&p| {
+                let compiled = program.patterns.get(p as usize)?;
+                let screen = match &compiled.matcher {
                     Matcher::Backtrack { relaxed, .. } => &**relaxed,
                     m => m,
                 };
                 let size = match (kind, screen) {
-                    (UnionKind::Dense, Matcher::Dense(dfa)) if matches_one_byte(dfa, lines && counts_many(c.rule)) => return None,
+                    (UnionKind::Dense, Matcher::Dense(dfa)) if matches_one_byte(dfa, counts_many(compiled.rule)) => return None,
                     (UnionKind::Dense, Matcher::Dense(dfa)) => dfa.memory_usage(),
                     (UnionKind::Lazy, Matcher::Lazy(i)) => lazy.get(*i)?.get_nfa().states().len(),
                     _ => return None,
                 };
-                Some((size, c))
+                Some((size, p))
             })
             .collect();
-        if sized.len() < 2 {
+        if candidates.len() < 2 {
             return plan;
         }
         // Small automata first: more of them fit together.
-        sized.sort_by_key(|(size, c)| (*size, c.index));
-        let mut named = Vec::new();
-        for (_, c) in &sized {
-            let (tag, text) = identity(c, config, relaxed);
-            named.push(tag);
-            named.extend_from_slice(&(text.len() as u32).to_le_bytes());
-            named.extend_from_slice(text.as_bytes());
-        }
-        let sizes: Vec<usize> = sized.iter().map(|&(size, _)| size).collect();
-        plan.candidates = sized
-            .iter()
-            .map(|(_, c)| Planned {
-                index: c.index,
-                rule: c.rule,
-                screen: matches!(c.matcher, Matcher::Backtrack { .. }),
-                asks_once: c.asks_once,
-                own: if lines { own_automaton(c.matcher, kind, lazy) } else { None },
-            })
-            .collect();
+        candidates.sort_unstable();
+        let sizes: Vec<usize> = candidates.iter().map(|&(size, _)| size).collect();
+        plan.candidates = candidates.into_iter().map(|(_, p)| p).collect();
         if let Dense::Cached(cache) = dense {
-            let (tag, limit) = match (kind, lines) {
-                (UnionKind::Dense, true) => (&b"unions"[..], UNION_LIMIT),
-                (UnionKind::Lazy, true) => (&b"lazy unions"[..], LAZY_UNION_STATES),
-                (UnionKind::Dense, false) => (&b"header unions"[..], UNION_LIMIT),
-                (UnionKind::Lazy, false) => (&b"header lazy unions"[..], LAZY_UNION_STATES),
+            let mut named = Vec::new();
+            for &p in &plan.candidates {
+                let (tag, text) = identity(program, p, config, relaxed);
+                named.push(tag);
+                named.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                named.extend_from_slice(text.as_bytes());
+            }
+            let (tag, limit) = match kind {
+                UnionKind::Dense => (&b"unions"[..], UNION_LIMIT),
+                UnionKind::Lazy => (&b"lazy unions"[..], LAZY_UNION_STATES),
             };
             let list = cache::key(&[tag, &named, &limit.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
             let mut covered = 0usize;
@@ -675,19 +624,16 @@ impl UnionPlan {
             plan.list = Some(list);
         }
         let covered: usize = plan.known.iter().map(|g| g.members).sum();
-        plan.sources = sized.iter().skip(covered).map(|(_, c)| regex_of(c, config, relaxed)).collect();
+        let rest = plan.candidates.get(covered..).unwrap_or_default();
+        plan.sources = rest.iter().map(|&p| regex_of(program, p, config, relaxed)).collect();
         plan.sizes = sizes.get(covered..).unwrap_or_default().to_vec();
         plan
     }
 
-    /// Whether the plan has no candidates: it makes no union.
-    pub(super) fn is_empty(&self) -> bool {
-        self.candidates.is_empty()
-    }
-
-    /// Sets `program`'s unions and unfiltered patterns from this plan of its line
-    /// patterns, as [`UnionPlan::finish`].
-    pub(super) fn finish_lines(
+    /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
+    /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
+    /// each rule's, by rule id; a lazy union's DFA joins `lazy`.
+    pub(super) fn finish(
         self,
         program: &mut TargetProgram,
         built: Vec<Group>,
@@ -695,24 +641,8 @@ impl UnionPlan {
         lazy: &mut Vec<hybrid::dfa::DFA>,
         dense: &mut Dense<'_>,
     ) {
-        let candidates: Vec<u32> = self.candidates.iter().map(|c| c.index).collect();
-        let (unions, mut alone) = self.finish(built, max_hits, lazy, dense);
-        if candidates.is_empty() {
-            return;
-        }
-        alone.extend(program.unfiltered.iter().copied().filter(|p| !candidates.contains(p)));
-        alone.sort_unstable();
-        program.unfiltered = alone;
-        program.unions.extend(unions);
-    }
-
-    /// The unions of the known groups and `built` (what [`group`] made of the sources),
-    /// recording those in a cache, and the candidates left alone; `max_hits`: each
-    /// rule's, by rule id; a lazy union's DFA joins `lazy`.
-    pub(super) fn finish(self, built: Vec<Group>, max_hits: &[u32], lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> (Vec<Union>, Vec<u32>) {
-        let (mut unions, mut alone) = (Vec::new(), Vec::new());
         if self.candidates.is_empty() {
-            return (unions, alone);
+            return;
         }
         let mut groups = self.known;
         for group in built {
@@ -726,12 +656,11 @@ impl UnionPlan {
             }
             groups.push(group);
         }
-        let mut rest = self.candidates;
+        let mut alone: Vec<u32> = program.unfiltered.iter().copied().filter(|p| !self.candidates.contains(p)).collect();
+        let mut rest = self.candidates.as_slice();
         for group in groups {
-            if group.members > rest.len() {
-                break;
-            }
-            let mut members: Vec<Planned> = rest.drain(..group.members).collect();
+            let Some((members, after)) = rest.split_at_checked(group.members) else { break };
+            rest = after;
             let automaton = match group.automaton {
                 Some(built) if members.len() >= 2 && built.pattern_len() == members.len() => match built {
                     Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
@@ -739,36 +668,41 @@ impl UnionPlan {
                 },
                 // A pattern alone is a union of one over its own DFA, so that it can walk
                 // beside another union.
-                None => match members.as_mut_slice() {
-                    [one] => one.own.take(),
+                None => match members {
+                    &[p] => own_automaton(program, p, self.kind, lazy),
                     _ => None,
                 },
                 _ => None,
             };
             let Some(automaton) = automaton else {
-                alone.extend(members.iter().map(|c| c.index));
+                alone.extend_from_slice(members);
                 continue;
             };
             // A member whose automaton is its exact regex, counting one match at most,
             // takes the union's hit as its result.
             let mut decided = 0u64;
-            for (bit, c) in members.iter().enumerate() {
-                if !c.screen && (c.asks_once || max_hits.get(c.rule as usize) == Some(&1)) {
+            for (bit, &p) in members.iter().enumerate() {
+                let exact = program
+                    .patterns
+                    .get(p as usize)
+                    .is_some_and(|c| !matches!(c.matcher, Matcher::Backtrack { .. }) && max_hits.get(c.rule as usize) == Some(&1));
+                if exact {
                     decided |= 1u64.checked_shl(bit as u32).unwrap_or(0);
                 }
             }
-            unions.push(Union { automaton, members: members.iter().map(|c| c.index).collect(), decided });
+            program.unions.push(Union { automaton, members: members.to_vec(), decided });
         }
-        alone.extend(rest.iter().map(|c| c.index));
-        (unions, alone)
+        alone.extend_from_slice(rest);
+        alone.sort_unstable();
+        program.unfiltered = alone;
     }
 }
 
-/// A matcher's own DFA (or screen's), of `kind`, as the automaton of a union of one,
+/// Pattern `p`'s own DFA (or screen's), of `kind`, as the automaton of a union of one,
 /// when a pass of it so costs what its own search does: the DFA has no prefilter to
 /// skip with. (One whose matches need a byte starts at the line of its first.)
-fn own_automaton(matcher: &Matcher, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
-    let screen = match matcher {
+fn own_automaton(program: &TargetProgram, p: u32, kind: UnionKind, lazy: &[hybrid::dfa::DFA]) -> Option<UnionAutomaton> {
+    let screen = match &program.patterns.get(p as usize)?.matcher {
         Matcher::Backtrack { relaxed, .. } => &**relaxed,
         m => m,
     };
@@ -801,31 +735,29 @@ fn group_key(list: &cache::Key, index: usize) -> cache::Key {
     cache::key(&[b"union", list, &(index as u32).to_le_bytes()])
 }
 
-/// What names a candidate's automaton in a union's key: its rule's Perl text for an
+/// What names pattern `p`'s automaton in a union's key: its rule's Perl text for an
 /// exact DFA (a warm start translates nothing), the relaxed regex for a screen.
-fn identity<'c>(candidate: &Candidate<'_>, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
-    match candidate.matcher {
+fn identity<'c>(program: &TargetProgram, p: u32, config: &'c Config, relaxed: &'c [String]) -> (u8, &'c str) {
+    let Some(compiled) = program.patterns.get(p as usize) else { return (0, "") };
+    match &compiled.matcher {
         Matcher::Backtrack { program, .. } => (b'r', relaxed.get(*program as usize).map_or("", String::as_str)),
-        _ => (b'p', perl_pattern(config, candidate.rule).map_or("", |pattern| pattern.perl.as_str())),
+        _ => (b'p', perl_pattern(config, compiled.rule).map_or("", |pattern| pattern.perl.as_str())),
     }
 }
 
 fn perl_pattern(config: &Config, rule: u32) -> Option<&super::Pattern> {
     match &config.rules.get(rule as usize)?.kind {
         RuleKind::Body(p) | RuleKind::RawBody(p) | RuleKind::Uri(p) | RuleKind::Full(p) => Some(p),
-        RuleKind::Header(h) => match &h.test {
-            HeaderTest::Matches(p) | HeaderTest::NotMatches(p) => Some(p),
-            HeaderTest::Exists => None,
-        },
         _ => None,
     }
 }
 
-/// The regex a candidate's DFA was built from.
-fn regex_of(candidate: &Candidate<'_>, config: &Config, relaxed: &[String]) -> Option<String> {
-    match candidate.matcher {
+/// The regex pattern `p`'s DFA was built from.
+fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]) -> Option<String> {
+    let compiled = program.patterns.get(p as usize)?;
+    match &compiled.matcher {
         Matcher::Backtrack { program, .. } => relaxed.get(*program as usize).cloned(),
-        _ => perl_pattern(config, candidate.rule)?.translated().ok(),
+        _ => perl_pattern(config, compiled.rule)?.translated().ok(),
     }
 }
 
@@ -834,14 +766,13 @@ fn regex_of(candidate: &Candidate<'_>, config: &Config, relaxed: &[String]) -> O
 /// parse).
 pub(super) fn group(plan: &UnionPlan) -> Vec<Group> {
     match plan.kind {
-        UnionKind::Dense => group_dense(&plan.sources, plan.lines),
-        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes, plan.lines),
+        UnionKind::Dense => group_dense(&plan.sources),
+        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes),
     }
 }
 
-/// Dense unions, each under [`UNION_LIMIT`], of regexes matched in each line of their
-/// texts (`lines`) or in the whole text.
-fn group_dense(sources: &[Option<String>], lines: bool) -> Vec<Group> {
+/// Dense unions, each under [`UNION_LIMIT`].
+fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
@@ -851,7 +782,7 @@ fn group_dense(sources: &[Option<String>], lines: bool) -> Vec<Group> {
             groups.push(Group { members: 1, automaton: None });
             continue;
         };
-        current.push(if lines { line_local(&hir, 0) } else { hir });
+        current.push(line_local(&hir, 0));
         if current.len() == 1 {
             continue;
         }
@@ -870,8 +801,8 @@ fn group_dense(sources: &[Option<String>], lines: bool) -> Vec<Group> {
 }
 
 /// Lazy unions, each of at most [`LAZY_UNION_STATES`] NFA states (`sizes`: each
-/// source's) unless one pattern alone has more; `lines` as for [`group_dense`].
-fn group_lazy(sources: &[Option<String>], sizes: &[usize], lines: bool) -> Vec<Group> {
+/// source's) unless one pattern alone has more.
+fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut states = 0usize;
@@ -891,7 +822,7 @@ fn group_lazy(sources: &[Option<String>], sizes: &[usize], lines: bool) -> Vec<G
             states = 0;
         }
         states += size;
-        current.push(if lines { line_local(&hir, 0) } else { hir });
+        current.push(line_local(&hir, 0));
     }
     close_lazy(&mut groups, &mut current);
     groups
@@ -936,7 +867,7 @@ mod tests {
 
     /// A plan of `kind` left to group `sources` (NFA `sizes` for a lazy one).
     fn plan(kind: UnionKind, sources: &[&str], sizes: &[usize]) -> UnionPlan {
-        UnionPlan { kind, lines: true, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
+        UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
     }
 
     /// (kind, regexes, NFA sizes for lazy ones, members of each run: a union from 2 up, 1 alone)
