@@ -918,7 +918,7 @@ mod tests {
 
     #[test]
     fn matches_one_byte_table() {
-        // (regex, whether a text of one byte or none matches it)
+        // (regex, whether it matches a single byte, or nothing, inside a text)
         let cases: &[(&str, bool)] = &[
             ("e", true),
             (r"[\x80-\xff]", true),
