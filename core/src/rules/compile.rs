@@ -1099,13 +1099,13 @@ impl RuleSet {
                 // A rule with an if-unset value may match text that is not in the message.
                 // A pseudo-header's text is not in the header block the prefilter reads
                 // (those the relays make are in a haystack of their own).
-                let pseudo = matches!(&h.field, HeaderField::Named(n)
-                    if super::eval::relays::is_pseudo_header(n.as_bytes()) && !super::eval::relays::is_relay_text(n.as_bytes()));
+                let named = |is: fn(&[u8]) -> bool| matches!(&h.field, HeaderField::Named(n) if is(n.as_bytes()));
+                let relay_text = named(super::eval::relays::is_relay_text);
+                let pseudo = named(super::eval::relays::is_pseudo_header) && !relay_text;
                 let literals = if h.if_unset.is_some() || pseudo { None } else { literals };
                 let literal_ids: Vec<u32> = literals
                     .map(|lits| lits.into_iter().map(|l| header_table.add(l, check_index)).collect())
                     .unwrap_or_default();
-                let relay_text = matches!(&h.field, HeaderField::Named(n) if super::eval::relays::is_relay_text(n.as_bytes()));
                 self.relay_literals |= relay_text && !literal_ids.is_empty();
                 self.headers.push(HeaderCheck {
                     rule,
