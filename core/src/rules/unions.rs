@@ -1006,14 +1006,11 @@ mod tests {
 
     /// `count` texts of up to `longest - 1` bytes of `alphabet`, the same every run.
     fn random_texts(count: usize, longest: u32, alphabet: &[u8]) -> Vec<Vec<u8>> {
-        let mut seed = 0x2545_f491u32;
+        let mut random = crate::rules::Xorshift(0x2545_f491);
         (0..count)
             .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                let len = (seed % longest) as usize;
-                (0..len).map(|i| alphabet[((seed >> (i % 27)) as usize + i * 7) % alphabet.len()]).collect()
+                let len = random.below(longest as usize);
+                (0..len).map(|_| alphabet[random.below(alphabet.len())]).collect()
             })
             .collect()
     }
