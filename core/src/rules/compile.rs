@@ -1476,7 +1476,8 @@ impl RuleSet {
             .sum::<usize>();
         total += self.mimeheaders.iter().map(|m| matcher(&m.matcher)).sum::<usize>();
         total += self.header_prefilter.as_ref().map_or(0, |a| a.memory_usage());
-        total += self.lazy_dfas.iter().map(|d| d.memory_usage()).sum::<usize>();
+        // A lazy DFA holds its NFA behind a shared pointer, which its own figure leaves out.
+        total += self.lazy_dfas.iter().map(|d| d.memory_usage() + d.get_nfa().memory_usage()).sum::<usize>();
         total += self.programs.iter().map(|p| p.len() * 12).sum::<usize>();
         total
     }
@@ -1696,6 +1697,21 @@ mod tests {
     }
 
     /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
+    #[test]
+    fn automata_bytes_count_lazy_nfas_table() {
+        // (rules, whether a lazy DFA is among their automata)
+        let big = alloc::format!("body BIG /[ab]*a{}c/\n", "[ab]".repeat(16));
+        let cases: &[(&str, bool)] = &[(&big, true), ("body SMALL /[ab]*ac/\n", false)];
+        for &(rules, lazy) in cases {
+            let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
+            assert_eq!(!set.lazy_dfas.is_empty(), lazy, "{rules}");
+            let nfas: usize = set.lazy_dfas.iter().map(|d| d.get_nfa().memory_usage()).sum();
+            assert_eq!(nfas > 0, lazy, "{rules}");
+            // What a fork shares holds the NFAs a lazy DFA runs on.
+            assert!(set.automata_bytes() >= nfas + set.body.prefilter.as_ref().map_or(0, |a| a.memory_usage()), "{rules}");
+        }
+    }
+
     /// builds dense DFAs.
     #[test]
     fn check_and_compile_agree_table() {
