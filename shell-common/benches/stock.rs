@@ -1,36 +1,28 @@
 //! Scan throughput and startup cost with the stock SpamAssassin rules, on one core.
-//! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_PASSES: timed passes,
-//! SIFT_BENCH_RULES / SIFT_BENCH_SITE: rule directories, default the Debian ones).
+//! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_PASSES: timed passes;
+//! SIFT_BENCH_RULES, SIFT_BENCH_SITE, SIFT_BENCH_EVERY: see support/inputs.rs).
 
-use std::fs;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use sift_core::msg::{Limits, Message, MessageBuffers};
 use sift_core::rules::RuleSet;
 use sift_core::scan::Scratch;
-use siftd_common::load::{load_config, RuleSources};
+use siftd_common::load::load_config;
 use siftd_common::sys::thread_cpu_time;
 
 #[path = "../../core/benches/support/corpus.rs"]
 mod corpus;
 #[path = "../../core/benches/support/profile.rs"]
 mod profile;
+#[path = "support/inputs.rs"]
+mod inputs;
 
 fn main() {
     let Some(paths) = corpus::paths_or_skip() else { return };
-    let rules_dir = PathBuf::from(std::env::var("SIFT_BENCH_RULES").unwrap_or_else(|_| "/usr/share/spamassassin".into()));
-    let site_dir = PathBuf::from(std::env::var("SIFT_BENCH_SITE").unwrap_or_else(|_| "/etc/spamassassin".into()));
-    if !rules_dir.is_dir() {
-        println!("SKIP: stock rules not found at {} (apt-get install spamassassin)", rules_dir.display());
-        return;
-    }
-    // SIFT_BENCH_EVERY=k keeps every k-th message, for quick comparisons.
-    let every: usize = std::env::var("SIFT_BENCH_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
-    let messages: Vec<Vec<u8>> = paths.iter().step_by(every).filter_map(|p| fs::read(p).ok()).collect();
+    let Some(sources) = inputs::sources_or_skip() else { return };
+    let messages = inputs::messages(&paths);
     let raw_bytes: usize = messages.iter().map(Vec::len).sum();
 
-    let sources = RuleSources { config_paths: vec![rules_dir], site_path: site_dir.is_dir().then_some(site_dir) };
     let started = Instant::now();
     let config = match load_config(&sources) {
         Ok(c) => c,

@@ -6,7 +6,7 @@
 //! Run: `cargo bench -p siftd-common --bench text_rules`. With SIFT_BENCH_EXPORT=DIR it
 //! also writes those rules (DIR/rules) and every message's four texts (DIR/texts) in the
 //! format bench/hyperscan/hs_scan.c reads. SIFT_BENCH_EVERY=k keeps every k-th message;
-//! SIFT_BENCH_LEAVE_OUT=FILE leaves out the rules named in FILE, one a line, and
+//! SIFT_BENCH_PASSES=N sets the timed passes; SIFT_BENCH_LEAVE_OUT=FILE leaves out the rules named in FILE, one a line, and
 //! SIFT_BENCH_ONLY=FILE keeps only those (the rules Hyperscan refused, or not, so that
 //! both engines run the same rules).
 
@@ -17,28 +17,22 @@ use std::path::{Path, PathBuf};
 use sift_core::msg::{Limits, Message, MessageBuffers};
 use sift_core::rules::{perl, Config, RuleKind, RuleSet};
 use sift_core::scan::Scratch;
-use siftd_common::load::{load_config, RuleSources};
+use siftd_common::load::load_config;
 use siftd_common::sys::thread_cpu_time;
 
 #[path = "../../core/benches/support/corpus.rs"]
 mod corpus;
+#[path = "support/inputs.rs"]
+mod inputs;
 
 /// The targets kept, in the order the texts are written.
 const TARGETS: [&str; 4] = ["body", "rawbody", "uri", "full"];
 
 fn main() {
     let Some(paths) = corpus::paths_or_skip() else { return };
-    let rules_dir = PathBuf::from(std::env::var("SIFT_BENCH_RULES").unwrap_or_else(|_| "/usr/share/spamassassin".into()));
-    let site_dir = PathBuf::from(std::env::var("SIFT_BENCH_SITE").unwrap_or_else(|_| "/etc/spamassassin".into()));
-    if !rules_dir.exists() {
-        println!("SKIP: rules not found at {} (apt-get install spamassassin)", rules_dir.display());
-        return;
-    }
-    let every: usize = std::env::var("SIFT_BENCH_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1);
+    let Some(sources) = inputs::sources_or_skip() else { return };
     let passes: usize = std::env::var("SIFT_BENCH_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
-    let messages: Vec<Vec<u8>> = paths.iter().step_by(every).filter_map(|p| fs::read(p).ok()).collect();
-
-    let sources = RuleSources { config_paths: vec![rules_dir], site_path: site_dir.is_dir().then_some(site_dir) };
+    let messages = inputs::messages(&paths);
     let mut config = match load_config(&sources) {
         Ok(c) => c,
         Err(e) => {
