@@ -1,6 +1,6 @@
 //! Scan throughput and startup cost with the stock SpamAssassin rules, on one core.
-//! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_PASSES: timed passes;
-//! SIFT_BENCH_RULES, SIFT_BENCH_SITE, SIFT_BENCH_EVERY: see support/inputs.rs).
+//! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_RULES, SIFT_BENCH_SITE,
+//! SIFT_BENCH_EVERY, SIFT_BENCH_PASSES: see support/inputs.rs).
 
 use std::time::Instant;
 
@@ -65,7 +65,7 @@ fn main() {
     for m in &messages {
         let _ = rules.scan(m, &mut scratch);
     }
-    let passes: usize = std::env::var("SIFT_BENCH_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let passes = inputs::passes();
     let started = Instant::now();
     let cpu_started = thread_cpu_time();
     let mut spam = 0usize;

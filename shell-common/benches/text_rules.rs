@@ -1,14 +1,14 @@
 //! The stock SpamAssassin rules' regexes over whole texts (`body`, `rawbody`, `uri`,
-//! `full`) alone (no header rules, eval tests or metas), on one core: what siftd's scan spends on them, to set beside a
-//! reference multi-regex engine given the same rules and texts (`bench/hyperscan`).
-//! SIFT_BENCH_RULES / SIFT_BENCH_SITE: rule directories or files, default the Debian ones
-//! (`core/src/rules/default.cf` with SIFT_BENCH_SITE=none: the embedded rules).
-//! Run: `cargo bench -p siftd-common --bench text_rules`. With SIFT_BENCH_EXPORT=DIR it
-//! also writes those rules (DIR/rules) and every message's four texts (DIR/texts) in the
-//! format bench/hyperscan/hs_scan.c reads. SIFT_BENCH_EVERY=k keeps every k-th message;
-//! SIFT_BENCH_PASSES=N sets the timed passes; SIFT_BENCH_LEAVE_OUT=FILE leaves out the rules named in FILE, one a line, and
+//! `full`) alone (no header rules, eval tests or metas), on one core: what siftd's scan
+//! spends on them, to set beside reference engines given the same rules and texts
+//! (`bench/hyperscan/run`). Run: `cargo bench -p siftd-common --bench text_rules`.
+//! SIFT_BENCH_RULES, SIFT_BENCH_SITE, SIFT_BENCH_EVERY, SIFT_BENCH_PASSES: see
+//! support/inputs.rs (`core/src/rules/default.cf` with SIFT_BENCH_SITE=none: the embedded
+//! rules). SIFT_BENCH_EXPORT=DIR also writes those rules (DIR/rules) and every message's
+//! four texts (DIR/texts) in the format bench/hyperscan/hs_scan.c reads;
+//! SIFT_BENCH_LEAVE_OUT=FILE leaves out the rules named in FILE, one a line, and
 //! SIFT_BENCH_ONLY=FILE keeps only those (the rules Hyperscan refused, or not, so that
-//! both engines run the same rules).
+//! every engine runs the same rules).
 
 use std::fs;
 use std::io::Write;
@@ -31,12 +31,12 @@ const TARGETS: [&str; 4] = ["body", "rawbody", "uri", "full"];
 fn main() {
     let Some(paths) = corpus::paths_or_skip() else { return };
     let Some(sources) = inputs::sources_or_skip() else { return };
-    let passes: usize = std::env::var("SIFT_BENCH_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
+    let passes = inputs::passes();
     let messages = inputs::messages(&paths);
     let mut config = match load_config(&sources) {
         Ok(c) => c,
         Err(e) => {
-            println!("SKIP: stock rules do not load: {e}");
+            println!("SKIP: the rules do not load: {e}");
             return;
         }
     };

@@ -1696,7 +1696,6 @@ mod tests {
         assert!(skipped > 1_000, "the cases hold `&&` and `||`");
     }
 
-    /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     #[test]
     fn automata_bytes_count_lazy_nfas_table() {
         // (rules, whether a lazy DFA is among their automata)
@@ -1712,6 +1711,7 @@ mod tests {
         }
     }
 
+    /// `check` (for lint) and `compile` agree on what runs and on verdicts; only `compile`
     /// builds dense DFAs.
     #[test]
     fn check_and_compile_agree_table() {
