@@ -59,7 +59,11 @@ fn run(options: Options, platform: &dyn Platform) -> i32 {
         Some(Command::Scan { files }) => match scan_rules(&sources, options.daemon.compile_cache.as_deref()) {
             Ok(rules) => {
                 let format = if options.json { scan::Format::Json } else { scan::Format::Text };
-                scan::run(&rules, files, format)
+                let code = scan::run(&rules, files, format);
+                // The process ends here: freeing the stock rules' automata piece by piece
+                // would be 6% of a one-message scan's CPU, for nothing.
+                std::mem::forget(rules);
+                code
             }
             Err(code) => code,
         },

@@ -56,26 +56,46 @@ pub(crate) struct Openings {
 
 impl Openings {
     /// The openings of the matches of anchored `dfa`, whatever comes before them;
-    /// `None` when its states could not be built.
+    /// `None` when its states could not be built. Bytes of one of the DFA's byte classes
+    /// take the same transitions, so one byte of each class stands for all of them: a
+    /// part of 20 classes steps 400 pairs, not 65,536 (startup builds one per repeat).
     pub(crate) fn of(dfa: &hybrid::dfa::DFA) -> Option<Openings> {
+        let classes = dfa.byte_classes();
+        let mut members = alloc::vec![ByteSet::default(); classes.alphabet_len()];
+        let mut representatives = Vec::new();
+        for byte in 0..=u8::MAX {
+            let class = members.get_mut(usize::from(classes.get(byte)))?;
+            if *class == ByteSet::default() {
+                representatives.push(byte);
+            }
+            class.insert(byte);
+        }
         let mut cache = dfa.create_cache();
         let mut first = ByteSet::default();
         let mut pairs = alloc::boxed::Box::new([ByteSet::default(); 256]);
         // One look-behind byte of each kind a start state tells apart.
         for before in [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')] {
             let config = start::Config::new().anchored(Anchored::Yes).look_behind(before);
-            for a in 0..=u8::MAX {
+            for &a in &representatives {
                 // Looked up each time: a step that clears the cache renumbers its states.
                 let state = dfa.start_state(&mut cache, &config).ok()?;
                 if dfa.next_state(&mut cache, state, a).ok()?.is_dead() {
                     continue;
                 }
-                first.insert(a);
-                for b in 0..=u8::MAX {
+                let a_class = *members.get(usize::from(classes.get(a)))?;
+                first = first.union(a_class);
+                let mut after = ByteSet::default();
+                for &b in &representatives {
                     let state = dfa.start_state(&mut cache, &config).ok()?;
                     let after_a = dfa.next_state(&mut cache, state, a).ok()?;
                     if !dfa.next_state(&mut cache, after_a, b).ok()?.is_dead() {
-                        pairs.get_mut(usize::from(a))?.insert(b);
+                        after = after.union(*members.get(usize::from(classes.get(b)))?);
+                    }
+                }
+                for x in 0..=u8::MAX {
+                    if a_class.contains(x) {
+                        let row = pairs.get_mut(usize::from(x))?;
+                        *row = row.union(after);
                     }
                 }
             }
@@ -342,6 +362,57 @@ mod tests {
         for &(pattern, want) in cases {
             let hir = parse_hir(pattern).expect("parses");
             assert_eq!(split(&hir).map(|(_, n)| n), want, "{pattern}");
+        }
+    }
+
+    /// Every pair of bytes stepped, as `Openings::of` did before it stepped one byte of
+    /// each class: what the class walk must give.
+    fn openings_by_every_byte(dfa: &hybrid::dfa::DFA) -> Openings {
+        let mut cache = dfa.create_cache();
+        let (mut first, mut pairs) = (ByteSet::default(), alloc::boxed::Box::new([ByteSet::default(); 256]));
+        for before in [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')] {
+            let config = start::Config::new().anchored(Anchored::Yes).look_behind(before);
+            for a in 0..=u8::MAX {
+                let start = dfa.start_state(&mut cache, &config).expect("start");
+                let after_a = dfa.next_state(&mut cache, start, a).expect("step");
+                if after_a.is_dead() {
+                    continue;
+                }
+                first.insert(a);
+                for b in 0..=u8::MAX {
+                    let start = dfa.start_state(&mut cache, &config).expect("start");
+                    let after_a = dfa.next_state(&mut cache, start, a).expect("step");
+                    if !dfa.next_state(&mut cache, after_a, b).expect("step").is_dead() {
+                        pairs[usize::from(a)].insert(b);
+                    }
+                }
+            }
+        }
+        Openings { first, pairs }
+    }
+
+    #[test]
+    fn openings_by_class_table() {
+        // (part, pairs a match can start with)
+        let cases: &[(&str, u32)] = &[
+            (r"ab", 1),
+            (r"a+b", 2),
+            (r"(?i)ad+res+", 4),
+            (r"[a-z]\d", 26 * 10),
+            (r"x|[0-9]", 11 * 256),
+            (r"(?m)^ab", 1),
+            (r"\bab", 1),
+            (r"\Bab", 1),
+            (r"[\x80-\xff]{2}", 128 * 128),
+            (r"(?:name|address|phone)\W{0,3}", 3),
+            (r"(?:\W|_)?(?:first|last)\W?name", 194 * 2 + 2), // a non-word byte or `_` before f or l; fi, la
+        ];
+        for &(part, want_pairs) in cases {
+            let dfa = lazy(&parse_hir(part).expect("parses"), MatchKind::All);
+            let (got, oracle) = (Openings::of(&dfa).expect("openings"), openings_by_every_byte(&dfa));
+            assert_eq!(got.first, oracle.first, "{part}: first bytes");
+            assert_eq!(got.pairs, oracle.pairs, "{part}: pairs");
+            assert_eq!(got.pairs(), want_pairs, "{part}: how many pairs");
         }
     }
 }
