@@ -228,6 +228,22 @@ impl ByteSet {
         self.lo.count_ones() + self.hi.count_ones()
     }
 
+    /// Bytes of an image: bit `b` of the set is bit `b % 8` of byte `b / 8`.
+    pub(crate) const IMAGE_LEN: usize = 32;
+
+    /// Its image, [`ByteSet::IMAGE_LEN`] bytes appended to `out`.
+    pub(crate) fn write_image(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.lo.to_le_bytes());
+        out.extend_from_slice(&self.hi.to_le_bytes());
+    }
+
+    /// The set `write_image` wrote to `bytes`; `None` unless they are that long.
+    pub(crate) fn read_image(bytes: &[u8]) -> Option<ByteSet> {
+        let (lo, hi) = bytes.split_first_chunk::<16>()?;
+        let hi: &[u8; 16] = hi.try_into().ok()?;
+        Some(ByteSet { lo: u128::from_le_bytes(*lo), hi: u128::from_le_bytes(*hi) })
+    }
+
     /// Whether every byte of it is above 0x7f.
     pub(crate) fn is_non_ascii(&self) -> bool {
         self.lo == 0

@@ -19,11 +19,12 @@ use super::backtrack::{Backtrack, Program};
 use super::compile::{fast_prefilter, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
 use super::literal::{Required, RequiredByte};
+use super::repeat::Openings;
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 11;
+const FORMAT: u32 = 12;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
@@ -59,6 +60,8 @@ struct Entry {
     nfa: Option<Stored>,
     /// How many times the pattern repeats `nfa`'s (1: `nfa` is the pattern's own).
     times: u32,
+    /// When it repeats: the openings of `nfa`'s matches (`Openings::write_image`).
+    openings: Option<Stored>,
     required: Option<Required>,
     required_byte: Option<RequiredByte>,
     prefix: Option<Vec<Vec<u8>>>,
@@ -81,6 +84,8 @@ pub(crate) struct Cached {
     pub(crate) nfa: Option<thompson::NFA>,
     /// How many times the pattern repeats `nfa`'s (1: `nfa` is the pattern's own).
     pub(crate) times: u32,
+    /// When it repeats: how `nfa`'s matches open, if the cache kept it.
+    pub(crate) openings: Option<Openings>,
     /// Its prefilter literals (see `literal::requirement`).
     pub(crate) required: Option<Required>,
     /// Without those, a byte one of which every match holds.
@@ -104,6 +109,7 @@ pub(crate) struct EntryWork<'a> {
     dfa: &'a Option<Stored>,
     nfa: &'a Option<Stored>,
     times: u32,
+    openings: &'a Option<Stored>,
     required: &'a Option<Required>,
     required_byte: &'a Option<RequiredByte>,
     ready: &'a mut Option<Option<Cached>>,
@@ -114,33 +120,52 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.dfa, (self.nfa, self.times), self.required, self.required_byte));
+            let kept = Kept { dfa: self.dfa, nfa: self.nfa, times: self.times, openings: self.openings };
+            *self.ready = Some(rebuild_automata(self.image, kept, self.required, self.required_byte));
         }
     }
 }
 
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
-    let mut cached = rebuild_automata(image, &entry.dfa, (&entry.nfa, entry.times), &entry.required, &entry.required_byte)?;
+    let kept = Kept { dfa: &entry.dfa, nfa: &entry.nfa, times: entry.times, openings: &entry.openings };
+    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.required_byte)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
 
-/// An entry's DFA or NFA (with the times the pattern repeats it) rebuilt, without its
-/// prefilter.
+/// The automata an entry keeps, as stored.
+#[derive(Clone, Copy)]
+struct Kept<'a> {
+    dfa: &'a Option<Stored>,
+    nfa: &'a Option<Stored>,
+    times: u32,
+    openings: &'a Option<Stored>,
+}
+
+/// An entry's DFA or NFA (with the times the pattern repeats it and their openings)
+/// rebuilt, without its prefilter.
 fn rebuild_automata(
     image: &[u8],
-    dfa: &Option<Stored>,
-    (nfa, times): (&Option<Stored>, u32),
+    kept: Kept<'_>,
     required: &Option<Required>,
     required_byte: &Option<RequiredByte>,
 ) -> Option<Cached> {
-    let dfa = match dfa {
+    let dfa = match kept.dfa {
         None => None,
         Some(stored) => Some(dense::DFA::from_bytes(stored.bytes(image)).ok().map(|(dfa, _)| dfa.to_owned())?),
     };
-    let nfa = nfa.as_ref().and_then(|stored| nfa_from_image(stored.bytes(image)));
-    Some(Cached { dfa, nfa, times, required: required.clone(), required_byte: required_byte.clone(), prefilter: None })
+    let nfa = kept.nfa.as_ref().and_then(|stored| nfa_from_image(stored.bytes(image)));
+    let openings = kept.openings.as_ref().and_then(|stored| Openings::read_image(stored.bytes(image)));
+    Some(Cached {
+        dfa,
+        nfa,
+        times: kept.times,
+        openings,
+        required: required.clone(),
+        required_byte: required_byte.clone(),
+        prefilter: None,
+    })
 }
 
 /// Why a cache image was not read.
@@ -272,8 +297,17 @@ impl DfaCache {
                     Some(Stored::Image(start..r.pos))
                 }
             };
+            let openings = match r.u32()? {
+                0 => None,
+                _ => {
+                    let len = r.u32()? as usize;
+                    let start = r.pos;
+                    r.take(len)?;
+                    Some(Stored::Image(start..r.pos))
+                }
+            };
             let times = (flags >> TIMES_SHIFT).max(1);
-            entries.insert(key, Entry { dfa, nfa, times, required, required_byte, prefix, ready: None });
+            entries.insert(key, Entry { dfa, nfa, times, openings, required, required_byte, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -288,14 +322,15 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, times, required, required_byte, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, times, openings, required, required_byte, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
                     prefilters.len() - 1
                 })
             });
-            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, times: *times, required, required_byte, ready, prefilter_job })));
+            let times = *times;
+            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, times, openings, required, required_byte, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -360,11 +395,13 @@ impl DfaCache {
                 _ => put_list(&mut out, None),
             }
             put_list(&mut out, entry.prefix.as_deref());
-            match &entry.nfa {
-                None => out.extend_from_slice(&0u32.to_le_bytes()),
-                Some(stored) => {
-                    out.extend_from_slice(&1u32.to_le_bytes());
-                    put_bytes(&mut out, stored.bytes((*self.image).as_ref()));
+            for kept in [&entry.nfa, &entry.openings] {
+                match kept {
+                    None => out.extend_from_slice(&0u32.to_le_bytes()),
+                    Some(stored) => {
+                        out.extend_from_slice(&1u32.to_le_bytes());
+                        put_bytes(&mut out, stored.bytes((*self.image).as_ref()));
+                    }
                 }
             }
         }
@@ -466,13 +503,16 @@ impl DfaCache {
     }
 
     /// Records what compiling `key` gave: its dense DFA (`None`: too big), else the
-    /// NFA of a lazy DFA with the times the pattern repeats it (1: the pattern's own),
-    /// its required literals and its prefix literals.
+    /// NFA of a lazy DFA with the times the pattern repeats it (1: the pattern's own)
+    /// and, when it repeats, how the NFA's matches open; its required literals and its
+    /// prefix literals.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn put(
         &mut self,
         key: Key,
         dfa: Option<&dense::DFA<Vec<u32>>>,
         nfa: Option<(&thompson::NFA, u32)>,
+        openings: Option<&Openings>,
         required: Option<&Required>,
         required_byte: Option<&RequiredByte>,
         prefix: Option<&[Vec<u8>]>,
@@ -485,6 +525,11 @@ impl DfaCache {
             dfa,
             nfa: nfa.and_then(|(nfa, _)| nfa_image(nfa)).map(Stored::Owned),
             times: nfa.map_or(1, |(_, times)| times),
+            openings: openings.map(|o| {
+                let mut image = Vec::with_capacity(Openings::IMAGE_LEN);
+                o.write_image(&mut image);
+                Stored::Owned(image)
+            }),
             required: required.cloned(),
             required_byte: required_byte.cloned(),
             prefix: prefix.map(<[_]>::to_vec),
@@ -855,10 +900,12 @@ mod tests {
         let mut good = DfaCache::new();
         let required = Some(Required { literals: alloc::vec![b"name".to_vec(), b"city".to_vec()], min_hits: 3, starts_match: true });
         let x = [b"x".to_vec()];
-        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), required.as_ref(), None, Some(&x));
-        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), None, None, None);
-        good.put(key(&[b"b"]), None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), None);
-        good.put(key(&[b"n"]), None, None, None, Some(&RequiredByte::NonAscii), None);
+        let part = regex_automata::hybrid::dfa::DFA::new("ab+c").expect("builds");
+        let opens = Openings::of(&part).expect("openings");
+        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), None, Some(&x));
+        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, None, None);
+        good.put(key(&[b"b"]), None, None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), None);
+        good.put(key(&[b"n"]), None, None, None, None, Some(&RequiredByte::NonAscii), None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
         let mut shelf = good.lend_programs();
@@ -867,7 +914,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x0b\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x0c\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -883,7 +930,7 @@ mod tests {
             (b"", Err(CacheError::Truncated)),
             (b"NOTADFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
             (b"SIFTDFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::Version(10))),
-            (b"SIFTDFA\0\x0b\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"SIFTDFA\0\x0c\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -903,9 +950,10 @@ mod tests {
             let a_states = a.nfa.map(|n| n.states().to_vec());
             assert_eq!((a.dfa.is_none(), a.required, a.required_byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
-            assert_eq!(a.times, 1);
-            // A repeat's part comes back with its times.
+            assert_eq!((a.times, a.openings), (1, None));
+            // A repeat's part comes back with its times and openings.
             let r = read.get(&key(&[b"r"])).expect("entry r");
+            assert_eq!(r.openings.as_ref(), Some(&opens));
             assert_eq!((r.times, r.nfa.map(|n| n.states().to_vec()).as_deref() == Some(nfa("ab+c").states())), (5, true));
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
@@ -944,7 +992,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, *needles);
+            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, None, *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

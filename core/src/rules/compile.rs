@@ -497,8 +497,8 @@ fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mu
             dfa.set_prefilter(prefilter);
             Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte })
         }
-        Some(Cached { dfa: None, nfa: Some(part), times, required, required_byte, .. }) if times > 1 => {
-            match build_repeat(part, times, lazy)? {
+        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, required_byte, .. }) if times > 1 => {
+            match build_repeat(part, times, openings, lazy)? {
                 Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, required_byte }),
                 None => Lookup::TooBig,
             }
@@ -573,7 +573,8 @@ fn compile_matcher(
             (None, Some((r, part))) => Some((part, r.times)),
             (None, None) => Some((&nfa, 1)),
         };
-        c.put(key, built.as_ref(), kept_nfa, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
+        let openings = repeat.as_ref().map(|(r, _)| &r.openings);
+        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
     }
     let matcher = match (built, repeat) {
         (Some(dfa), _) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
@@ -595,14 +596,20 @@ const REPEAT_PAIRS: u32 = 4096;
 fn repeat_of(hir: &Hir, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<(Repeat, thompson::NFA)>, DisabledReason> {
     let Some((part, times)) = repeat::split(hir) else { return Ok(None) };
     let nfa = build_nfa(part)?;
-    Ok(build_repeat(nfa.clone(), times, lazy)?.map(|r| (r, nfa)))
+    Ok(build_repeat(nfa.clone(), times, None, lazy)?.map(|r| (r, nfa)))
 }
 
 /// The chain of `times` matches of `part`, whose lazy DFA joins `lazy`; `None` when it
-/// starts with too many pairs of bytes.
-fn build_repeat(part: thompson::NFA, times: u32, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<Repeat>, DisabledReason> {
+/// starts with too many pairs of bytes. `known`: its openings, kept by a compile cache
+/// (else found by stepping the part's DFA).
+fn build_repeat(
+    part: thompson::NFA,
+    times: u32,
+    known: Option<Openings>,
+    lazy: &mut Vec<hybrid::dfa::DFA>,
+) -> Result<Option<Repeat>, DisabledReason> {
     let unit = build_lazy(part, None, MatchKind::All, lazy)?;
-    match lazy.get(unit).and_then(Openings::of) {
+    match known.or_else(|| lazy.get(unit).and_then(Openings::of)) {
         Some(openings) if openings.pairs() <= REPEAT_PAIRS => Ok(Some(Repeat { unit, times, openings })),
         _ => {
             lazy.pop();

@@ -45,7 +45,7 @@ pub(crate) struct Repeat {
 }
 
 /// The first two bytes a match of a part can start with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Openings {
     /// Bytes a match can start with.
     first: ByteSet,
@@ -115,6 +115,32 @@ impl Openings {
     /// Of the 65,536 pairs of bytes, how many a match can start with.
     pub(crate) fn pairs(&self) -> u32 {
         self.pairs.iter().map(ByteSet::count).sum()
+    }
+
+    /// Bytes of an image: the first bytes, then each byte's row of pairs.
+    pub(crate) const IMAGE_LEN: usize = 257 * ByteSet::IMAGE_LEN;
+
+    /// Its image, appended to `out`: a compile cache keeps it, so a start need not
+    /// determinize the part's pairs again.
+    pub(crate) fn write_image(&self, out: &mut Vec<u8>) {
+        self.first.write_image(out);
+        for row in self.pairs.iter() {
+            row.write_image(out);
+        }
+    }
+
+    /// The openings `write_image` wrote to `bytes`; `None` unless they are that long.
+    pub(crate) fn read_image(bytes: &[u8]) -> Option<Openings> {
+        if bytes.len() != Self::IMAGE_LEN {
+            return None;
+        }
+        let mut sets = bytes.chunks_exact(ByteSet::IMAGE_LEN).map(ByteSet::read_image);
+        let first = sets.next()??;
+        let mut pairs = alloc::boxed::Box::new([ByteSet::default(); 256]);
+        for (row, set) in pairs.iter_mut().zip(sets) {
+            *row = set?;
+        }
+        Some(Openings { first, pairs })
     }
 }
 
@@ -413,6 +439,14 @@ mod tests {
             assert_eq!(got.first, oracle.first, "{part}: first bytes");
             assert_eq!(got.pairs, oracle.pairs, "{part}: pairs");
             assert_eq!(got.pairs(), want_pairs, "{part}: how many pairs");
+            // A compile cache keeps them: its image reads back whole, a cut one not at all.
+            let mut image = Vec::new();
+            got.write_image(&mut image);
+            assert_eq!(image.len(), Openings::IMAGE_LEN, "{part}");
+            assert_eq!(Openings::read_image(&image).as_ref(), Some(&got), "{part}: image");
+            assert_eq!(Openings::read_image(&image[..image.len() - 1]), None, "{part}: cut image");
+            image.push(0);
+            assert_eq!(Openings::read_image(&image), None, "{part}: longer image");
         }
     }
 }
