@@ -288,24 +288,8 @@ impl DfaCache {
                 None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
             };
             let prefix = r.list()?;
-            let nfa = match r.u32()? {
-                0 => None,
-                _ => {
-                    let len = r.u32()? as usize;
-                    let start = r.pos;
-                    r.take(len)?;
-                    Some(Stored::Image(start..r.pos))
-                }
-            };
-            let openings = match r.u32()? {
-                0 => None,
-                _ => {
-                    let len = r.u32()? as usize;
-                    let start = r.pos;
-                    r.take(len)?;
-                    Some(Stored::Image(start..r.pos))
-                }
-            };
+            let nfa = r.optional_bytes()?;
+            let openings = r.optional_bytes()?;
             let times = (flags >> TIMES_SHIFT).max(1);
             entries.insert(key, Entry { dfa, nfa, times, openings, required, required_byte, prefix, ready: None });
         }
@@ -842,6 +826,17 @@ impl<'a> Reader<'a> {
         let slice = self.bytes.get(self.pos..end).ok_or(CacheError::Truncated)?;
         self.pos = end;
         Ok(slice)
+    }
+
+    /// Bytes `to_bytes` wrote as present (1, then `put_bytes`) or absent (0), left in the image.
+    fn optional_bytes(&mut self) -> Result<Option<Stored>, CacheError> {
+        if self.u32()? == 0 {
+            return Ok(None);
+        }
+        let len = self.u32()? as usize;
+        let start = self.pos;
+        self.take(len)?;
+        Ok(Some(Stored::Image(start..self.pos)))
     }
 
     /// A list written by `put_list`.
