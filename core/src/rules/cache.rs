@@ -106,10 +106,7 @@ struct BacktrackEntry {
 /// built by a job of its own, shared by the entries with the same needles.
 pub(crate) struct EntryWork<'a> {
     image: &'a [u8],
-    dfa: &'a Option<Stored>,
-    nfa: &'a Option<Stored>,
-    times: u32,
-    openings: &'a Option<Stored>,
+    kept: Kept<'a>,
     required: &'a Option<Required>,
     required_byte: &'a Option<RequiredByte>,
     ready: &'a mut Option<Option<Cached>>,
@@ -120,8 +117,7 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            let kept = Kept { dfa: self.dfa, nfa: self.nfa, times: self.times, openings: self.openings };
-            *self.ready = Some(rebuild_automata(self.image, kept, self.required, self.required_byte));
+            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.required_byte));
         }
     }
 }
@@ -313,8 +309,8 @@ impl DfaCache {
                     prefilters.len() - 1
                 })
             });
-            let times = *times;
-            rest.push(Job(Work::Entry(EntryWork { image, dfa, nfa, times, openings, required, required_byte, ready, prefilter_job })));
+            let kept = Kept { dfa, nfa, times: *times, openings };
+            rest.push(Job(Work::Entry(EntryWork { image, kept, required, required_byte, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -828,15 +824,20 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
-    /// Bytes `to_bytes` wrote as present (1, then `put_bytes`) or absent (0), left in the image.
-    fn optional_bytes(&mut self) -> Result<Option<Stored>, CacheError> {
-        if self.u32()? == 0 {
-            return Ok(None);
-        }
+    /// Bytes written by `put_bytes`, left in the image.
+    fn stored_bytes(&mut self) -> Result<Stored, CacheError> {
         let len = self.u32()? as usize;
         let start = self.pos;
         self.take(len)?;
-        Ok(Some(Stored::Image(start..self.pos)))
+        Ok(Stored::Image(start..self.pos))
+    }
+
+    /// Bytes `to_bytes` wrote as present (1, then `put_bytes`) or absent (0).
+    fn optional_bytes(&mut self) -> Result<Option<Stored>, CacheError> {
+        match self.u32()? {
+            0 => Ok(None),
+            _ => self.stored_bytes().map(Some),
+        }
     }
 
     /// A list written by `put_list`.
@@ -871,10 +872,7 @@ impl<'a> Reader<'a> {
         let mut programs = BTreeMap::new();
         for _ in 0..count {
             let key = self.key()?;
-            let len = self.u32()? as usize;
-            let start = self.pos;
-            self.take(len)?;
-            programs.insert(key, BacktrackEntry { image: Stored::Image(start..self.pos), ready: None });
+            programs.insert(key, BacktrackEntry { image: self.stored_bytes()?, ready: None });
         }
         Ok(programs)
     }
