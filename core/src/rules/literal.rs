@@ -12,6 +12,7 @@ use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicod
 use super::backtrack::ByteSet;
 
 mod compact;
+mod halves;
 
 pub(crate) use compact::CompactDfa;
 
@@ -40,13 +41,13 @@ impl LiteralAutomaton {
     }
 
     /// Calls `hit(literal, start)` for every occurrence of every literal in `text`,
-    /// overlapping ones too, in the order they end. One tight pass: the crate's
-    /// overlapping iterator returns to its caller at every hit and costs about twice
-    /// the instructions a byte.
-    pub(crate) fn for_each_hit(&self, text: &[u8], hit: impl FnMut(usize, usize)) {
+    /// overlapping ones too, in the order they end. Our own walk, a long text's two
+    /// halves at once: the crate's overlapping iterator returns to its caller at every
+    /// hit and costs about twice the instructions a byte.
+    pub(crate) fn for_each_hit(&self, text: &[u8], mut hit: impl FnMut(usize, usize)) {
         match self {
             LiteralAutomaton::Dfa(a) => a.for_each_hit(text, hit),
-            LiteralAutomaton::Nfa(a) => hits(&**a, text, hit),
+            LiteralAutomaton::Nfa(a) => halves::for_each_hit(&NfaWalk(&**a), text, &mut hit),
         }
     }
 
@@ -59,18 +60,44 @@ impl LiteralAutomaton {
     }
 }
 
-fn hits<A: Automaton>(automaton: &A, text: &[u8], mut hit: impl FnMut(usize, usize)) {
-    let Ok(mut state) = automaton.start_state(Anchored::No) else { return };
-    let mut at = 0usize;
-    loop {
-        let special;
-        (state, at, special) = to_special(automaton, state, text, at);
-        if !special || automaton.is_dead(state) {
-            return;
+/// The crate's NFA as the walks see it.
+struct NfaWalk<'a, A>(&'a A);
+
+impl<A: Automaton> halves::Walk for NfaWalk<'_, A> {
+    type State = StateID;
+
+    fn start(&self) -> StateID {
+        // An unanchored table always has one; else the dead state, which ends nothing.
+        self.0.start_state(Anchored::No).unwrap_or(StateID::ZERO)
+    }
+
+    fn step(&self, state: StateID, byte: u8) -> StateID {
+        self.0.next_state(Anchored::No, state, byte)
+    }
+
+    fn ends_literal(&self, state: StateID) -> bool {
+        self.0.is_special(state)
+    }
+
+    fn longest(&self) -> usize {
+        self.0.max_pattern_len()
+    }
+
+    fn report(&self, state: StateID, at: usize, hit: &mut impl FnMut(usize, usize)) {
+        for i in 0..self.0.match_len(state) {
+            let literal = self.0.match_pattern(state, i);
+            hit(literal.as_usize(), at.saturating_sub(self.0.pattern_len(literal)));
         }
-        for i in 0..automaton.match_len(state) {
-            let literal = automaton.match_pattern(state, i);
-            hit(literal.as_usize(), at.saturating_sub(automaton.pattern_len(literal)));
+    }
+
+    fn hits_from(&self, mut state: StateID, text: &[u8], mut at: usize, hit: &mut impl FnMut(usize, usize)) {
+        loop {
+            let special;
+            (state, at, special) = to_special(self.0, state, text, at);
+            if !special || self.0.is_dead(state) {
+                return;
+            }
+            self.report(state, at, hit);
         }
     }
 }

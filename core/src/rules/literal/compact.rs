@@ -7,6 +7,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::halves::{self, Walk};
+
 /// Most states: a row number is 16 bits, one of them kept for "no edge" while building.
 const MAX_STATES: usize = u16::MAX as usize;
 /// "No trie edge" while building.
@@ -33,12 +35,6 @@ pub(crate) struct CompactDfa {
     /// The longest literal: a state depends on no more bytes than this.
     longest: usize,
 }
-
-/// Texts at least this long are walked as two halves at once.
-const TWO_HALVES_FROM: usize = 512;
-/// Hits of the second half held until the first half is done; past them, the second
-/// half waits for the first.
-const HELD_HITS: usize = 64;
 
 /// Why a table gets no compact DFA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,84 +178,9 @@ impl CompactDfa {
     }
 
     /// Calls `hit(literal, start)` for every occurrence of every literal in `text`,
-    /// overlapping ones too, in the order they end. A long text is walked as two halves
-    /// at once, which the CPU overlaps: each byte's step waits on the one before it, the
-    /// two halves' steps do not wait on each other.
+    /// overlapping ones too, in the order they end.
     pub(crate) fn for_each_hit(&self, text: &[u8], mut hit: impl FnMut(usize, usize)) {
-        if text.len() < TWO_HALVES_FROM || self.longest > text.len() / 4 || u32::try_from(text.len()).is_err() {
-            self.hits_from(usize::from(self.start), text, 0, &mut hit);
-            return;
-        }
-        // The second half starts `longest` bytes before `mid`, from the start state: by
-        // `mid` it is in the state a walk from the text's start reaches there, and it
-        // reports only the hits that end after `mid`. They wait in `held`, so that hits
-        // still come in the order they end. Both halves take as many steps.
-        let mid = (text.len() + self.longest) / 2;
-        let (first, _) = text.split_at(mid);
-        let matching = usize::from(self.matching);
-        let mut held = [(0u16, 0u32); HELD_HITS];
-        let mut count = 0usize;
-        let (mut a_state, mut a_at) = (usize::from(self.start), 0usize);
-        let (mut b_state, mut b_at) = (usize::from(self.start), mid - self.longest);
-        let mut waiting = false;
-        while let (Some(&a_byte), Some(&b_byte)) = (first.get(a_at), text.get(b_at)) {
-            a_state = self.step(a_state, a_byte);
-            b_state = self.step(b_state, b_byte);
-            a_at += 1;
-            b_at += 1;
-            if a_state < matching {
-                self.report(a_state, a_at, &mut hit);
-            }
-            if b_state < matching && b_at > mid {
-                match held.get_mut(count) {
-                    Some(slot) => {
-                        *slot = (b_state as u16, b_at as u32);
-                        count += 1;
-                    }
-                    None => {
-                        // Full: the second half goes on after the first, from this hit.
-                        waiting = true;
-                        break;
-                    }
-                }
-            }
-        }
-        self.hits_from(a_state, first, a_at, &mut hit);
-        for &(state, at) in held.get(..count).unwrap_or_default() {
-            self.report(usize::from(state), at as usize, &mut hit);
-        }
-        if waiting {
-            self.report(b_state, b_at, &mut hit);
-        }
-        self.hits_from(b_state, text, b_at, &mut hit);
-    }
-
-    /// Reports the hits from `at` in `text` to its end, starting in `state`.
-    fn hits_from(&self, mut state: usize, text: &[u8], mut at: usize, hit: &mut impl FnMut(usize, usize)) {
-        loop {
-            let found;
-            (state, at, found) = self.to_match(state, text, at);
-            if !found {
-                return;
-            }
-            self.report(state, at, hit);
-        }
-    }
-
-    /// Reports the literals matching state `state` ends at `at`.
-    fn report(&self, state: usize, at: usize, hit: &mut impl FnMut(usize, usize)) {
-        let from = self.ended_from.get(state).map_or(0, |&f| f as usize);
-        let to = self.ended_from.get(state + 1).map_or(0, |&t| t as usize);
-        for &literal in self.ended.get(from..to).unwrap_or_default() {
-            let len = self.lens.get(literal as usize).map_or(0, |&l| l as usize);
-            hit(literal as usize, at.saturating_sub(len));
-        }
-    }
-
-    /// The next state from `state` on `byte`.
-    fn step(&self, state: usize, byte: u8) -> usize {
-        let column = usize::from(self.columns[usize::from(byte)]);
-        usize::from(self.next.get((state << self.shift) | column).copied().unwrap_or(0))
+        halves::for_each_hit(self, text, &mut hit);
     }
 
     /// Steps from `state` over `text` from `at`, four bytes a round, until a state that
@@ -300,6 +221,47 @@ impl CompactDfa {
     /// Heap bytes.
     pub(crate) fn memory_usage(&self) -> usize {
         self.next.len() * 2 + (self.ended_from.len() + self.ended.len() + self.lens.len()) * 4
+    }
+}
+
+impl halves::Walk for CompactDfa {
+    type State = usize;
+
+    fn start(&self) -> usize {
+        usize::from(self.start)
+    }
+
+    fn step(&self, state: usize, byte: u8) -> usize {
+        let column = usize::from(self.columns[usize::from(byte)]);
+        usize::from(self.next.get((state << self.shift) | column).copied().unwrap_or(0))
+    }
+
+    fn ends_literal(&self, state: usize) -> bool {
+        state < usize::from(self.matching)
+    }
+
+    fn longest(&self) -> usize {
+        self.longest
+    }
+
+    fn report(&self, state: usize, at: usize, hit: &mut impl FnMut(usize, usize)) {
+        let from = self.ended_from.get(state).map_or(0, |&f| f as usize);
+        let to = self.ended_from.get(state + 1).map_or(0, |&t| t as usize);
+        for &literal in self.ended.get(from..to).unwrap_or_default() {
+            let len = self.lens.get(literal as usize).map_or(0, |&l| l as usize);
+            hit(literal as usize, at.saturating_sub(len));
+        }
+    }
+
+    fn hits_from(&self, mut state: usize, text: &[u8], mut at: usize, hit: &mut impl FnMut(usize, usize)) {
+        loop {
+            let found;
+            (state, at, found) = self.to_match(state, text, at);
+            if !found {
+                return;
+            }
+            self.report(state, at, hit);
+        }
     }
 }
 
@@ -399,43 +361,6 @@ mod tests {
                 let text: Vec<u8> = (0..text_len).map(|_| alphabet[next() % alphabet.len()]).collect();
                 let dfa = CompactDfa::new(&literals, usize::MAX).expect("fits");
                 assert_eq!(hits(&dfa, &literals, &text), oracle(&literals, &text), "{count} literals");
-            }
-        }
-    }
-
-    /// Literals, a text length, the bytes the text is drawn from.
-    type HalvesCase<'a> = (&'a [&'a [u8]], usize, &'a [u8]);
-
-    #[test]
-    fn two_halves_report_what_one_walk_does_in_its_order_table() {
-        // (literals, text length, text alphabet): hits rare, dense enough to fill the
-        // held hits (every byte ends "a"), a literal as long as a quarter of the text,
-        // lengths on both sides of the threshold.
-        let long = alloc::vec![b'a'; 200];
-        let cases: &[HalvesCase<'_>] = &[
-            (&[b"he", b"she", b"his", b"hers"], 4_000, b"hers "),
-            (&[b"a"], 2_000, b"a"),
-            (&[b"a", b"aa", b"aaa"], 1_000, b"ab"),
-            (&[b"xyz"], 600, b"ab"),
-            (&[b"ab", &long], 800, b"a"),
-            (&[b"ab", &long], 1_000, b"ab"),
-            (&[b"", b"b"], TWO_HALVES_FROM - 1, b"ab"),
-            (&[b"ba", b"ab"], TWO_HALVES_FROM, b"ab"),
-            (&[b"ba", b"abab"], TWO_HALVES_FROM + 1, b"ab"),
-        ];
-        let mut random = crate::rules::Xorshift(0x9e37_79b9);
-        for &(literals, len, alphabet) in cases {
-            let literals: Vec<Vec<u8>> = literals.iter().map(|l| l.to_vec()).collect();
-            let dfa = CompactDfa::new(&literals, usize::MAX).expect("fits");
-            for _ in 0..20 {
-                let text: Vec<u8> = (0..len).map(|_| alphabet[random.below(alphabet.len())]).collect();
-                let mut one_walk = Vec::new();
-                dfa.hits_from(usize::from(dfa.start), &text, 0, &mut |literal, start| one_walk.push((literal, start)));
-                let mut got = Vec::new();
-                dfa.for_each_hit(&text, |literal, start| got.push((literal, start)));
-                assert_eq!(got, one_walk, "{literals:?} over {len} bytes");
-                let want: Vec<(usize, usize)> = oracle(&literals, &text).into_iter().filter(|&(l, _)| !literals[l].is_empty()).collect();
-                assert_eq!(hits(&dfa, &literals, &text), want, "{literals:?} over {len} bytes");
             }
         }
     }
