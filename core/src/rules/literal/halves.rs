@@ -27,9 +27,9 @@ const HELD_HITS: usize = 64;
 /// Calls `hit(literal, start)` for every hit of `walk`'s literals in `text`, in the
 /// order they end, as one walk from the start would.
 pub(super) fn for_each_hit<W: Walk>(walk: &W, text: &[u8], hit: &mut impl FnMut(usize, usize)) {
-    let longest = walk.longest();
+    let (start, longest) = (walk.start(), walk.longest());
     if text.len() < TWO_HALVES_FROM || longest > text.len() / 4 || u32::try_from(text.len()).is_err() {
-        walk.hits_from(walk.start(), text, 0, hit);
+        walk.hits_from(start, text, 0, hit);
         return;
     }
     // The second half starts `longest` bytes before `mid`, from the start state: by
@@ -38,10 +38,10 @@ pub(super) fn for_each_hit<W: Walk>(walk: &W, text: &[u8], hit: &mut impl FnMut(
     // the order they end. Both halves take as many steps.
     let mid = (text.len() + longest) / 2;
     let (first, _) = text.split_at(mid);
-    let mut held = [(walk.start(), 0u32); HELD_HITS];
+    let mut held = [(start, 0u32); HELD_HITS];
     let mut count = 0usize;
-    let (mut a_state, mut a_at) = (walk.start(), 0usize);
-    let (mut b_state, mut b_at) = (walk.start(), mid - longest);
+    let (mut a_state, mut a_at) = (start, 0usize);
+    let (mut b_state, mut b_at) = (start, mid - longest);
     let mut waiting = false;
     while let (Some(&a_byte), Some(&b_byte)) = (first.get(a_at), text.get(b_at)) {
         a_state = walk.step(a_state, a_byte);
