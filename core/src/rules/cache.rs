@@ -341,6 +341,7 @@ impl DfaCache {
 
     /// The image of every entry the latest compile used or added, for the next start.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let image = (*self.image).as_ref();
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
         let kept: Vec<(&Key, &Entry)> = self.entries.iter().filter(|(k, _)| self.used.contains_key(*k)).collect();
@@ -352,7 +353,7 @@ impl DfaCache {
             match &entry.dfa {
                 None => out.extend_from_slice(&0u32.to_le_bytes()),
                 Some(stored) => {
-                    let bytes = stored.bytes((*self.image).as_ref());
+                    let bytes = stored.bytes(image);
                     out.extend_from_slice(&1u32.to_le_bytes());
                     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                     // DFAs are read in place: their words start 4-aligned in the image.
@@ -375,17 +376,9 @@ impl DfaCache {
                 _ => put_list(&mut out, None),
             }
             put_list(&mut out, entry.prefix.as_deref());
-            for kept in [&entry.nfa, &entry.openings] {
-                match kept {
-                    None => out.extend_from_slice(&0u32.to_le_bytes()),
-                    Some(stored) => {
-                        out.extend_from_slice(&1u32.to_le_bytes());
-                        put_bytes(&mut out, stored.bytes((*self.image).as_ref()));
-                    }
-                }
-            }
+            put_optional_bytes(&mut out, entry.nfa.as_ref().map(|stored| stored.bytes(image)));
+            put_optional_bytes(&mut out, entry.openings.as_ref().map(|stored| stored.bytes(image)));
         }
-        let image = (*self.image).as_ref();
         for programs in [&self.backtracks, &self.evals] {
             let kept: Vec<(&Key, &[u8])> =
                 programs.iter().filter(|(k, _)| self.used.contains_key(*k)).map(|(k, e)| (k, e.image.bytes(image))).collect();
@@ -799,6 +792,17 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Present bytes as 1 and `put_bytes`, absent ones as 0 (read by `Reader::optional_bytes`).
+fn put_optional_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => out.extend_from_slice(&0u32.to_le_bytes()),
+        Some(bytes) => {
+            out.extend_from_slice(&1u32.to_le_bytes());
+            put_bytes(out, bytes);
+        }
+    }
+}
+
 fn put_list(out: &mut Vec<u8>, list: Option<&[Vec<u8>]>) {
     match list {
         None => out.extend_from_slice(&ABSENT.to_le_bytes()),
@@ -832,7 +836,7 @@ impl<'a> Reader<'a> {
         Ok(Stored::Image(start..self.pos))
     }
 
-    /// Bytes `to_bytes` wrote as present (1, then `put_bytes`) or absent (0).
+    /// Bytes `put_optional_bytes` wrote.
     fn optional_bytes(&mut self) -> Result<Option<Stored>, CacheError> {
         match self.u32()? {
             0 => Ok(None),
