@@ -89,7 +89,7 @@ fn lint_counts_and_reasons() {
 
     let dir = std::env::temp_dir().join(format!("sift-lint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("rules dir");
-    std::fs::write(dir.join("50_bad.cf"), "body GOOD /fine/\nbody LOOK /foo(?=bar)/\nbody GEE /\\Gfoo/\nbody EV eval:check_something()\n").expect("write rules");
+    std::fs::write(dir.join("50_bad.cf"), "body GOOD /fine/\nbody LOOK /foo(?=bar)/\nbody GEE /\\Gfoo/\nbody EV eval:check_something()\nbody __SUB /no reader/\n").expect("write rules");
     let out = siftd().args(["--lint", "--json", "-C"]).arg(&dir).output().expect("run siftd");
     assert_eq!(out.status.code(), Some(0));
     let json = String::from_utf8_lossy(&out.stdout);
@@ -98,6 +98,8 @@ fn lint_counts_and_reasons() {
     assert!(json.contains("\"name\":\"GEE\""), "{json}");
     assert!(json.contains("\"name\":\"EV\""), "{json}");
     assert!(!json.contains("\"name\":\"GOOD\""), "{json}");
+    // A sub-rule no scored rule reads compiles but does not run.
+    assert!(json.contains("\"body\":{\"defined\":4,\"compiled\":3,\"disabled\":1,\"zero_score\":0,\"unread\":1,"), "{json}");
 }
 
 #[test]

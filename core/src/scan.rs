@@ -225,7 +225,8 @@ impl<'a> Verdict<'a> {
         })
     }
 
-    /// Every rule that hit, `__` sub-rules included, sorted by name.
+    /// Every rule that hit, `__` sub-rules included, sorted by name. Sub-rules that no
+    /// scored rule reads run only when a template lists them (`_SUBTESTS_`).
     pub fn all_hits(&self) -> impl Iterator<Item = &'a str> + 'a {
         let rules = self.rules;
         self.hits.iter().filter_map(move |&id| rules.rules.get(id as usize).map(|r| r.name.as_str()))

@@ -26,7 +26,7 @@ pub struct Options {
     #[arg(long = "siteconfigpath", value_name = "DIR", global = true)]
     pub site_path: Option<PathBuf>,
 
-    /// Load the rules, print per type how many are defined, compiled and disabled, and why.
+    /// Load the rules, print per type how many are defined, compiled, disabled and not run, and why.
     #[arg(long)]
     pub lint: bool,
 

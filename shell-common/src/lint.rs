@@ -10,7 +10,7 @@ use crate::json;
 pub fn text(config: &Config, rules: &RuleSet) -> String {
     let mut out = String::new();
     let summary = rules.summary();
-    let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>10}", "type", "defined", "compiled", "disabled", "zero-score", "unfiltered");
+    let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>8} {:>10}", "type", "defined", "compiled", "disabled", "zero-score", "unread", "unfiltered");
     let mut total = sift_core::rules::TypeCounts::default();
     for t in RuleType::ALL {
         let c = summary.get(t);
@@ -21,10 +21,11 @@ pub fn text(config: &Config, rules: &RuleSet) -> String {
         total.compiled += c.compiled;
         total.disabled += c.disabled;
         total.zero_score += c.zero_score;
+        total.unread += c.unread;
         total.unfiltered += c.unfiltered;
-        let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>10}", t.as_str(), c.defined, c.compiled, c.disabled, c.zero_score, c.unfiltered);
+        let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>8} {:>10}", t.as_str(), c.defined, c.compiled, c.disabled, c.zero_score, c.unread, c.unfiltered);
     }
-    let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>10}", "total", total.defined, total.compiled, total.disabled, total.zero_score, total.unfiltered);
+    let _ = writeln!(out, "{:<11} {:>8} {:>8} {:>8} {:>10} {:>8} {:>10}", "total", total.defined, total.compiled, total.disabled, total.zero_score, total.unread, total.unfiltered);
     let _ = writeln!(out, "required_score {}", rules.required_score().display(1));
     if !rules.disabled().is_empty() {
         let _ = writeln!(out, "\ndisabled rules ({}):", rules.disabled().len());
@@ -54,8 +55,8 @@ pub fn json(config: &Config, rules: &RuleSet) -> String {
         first = false;
         let _ = write!(
             out,
-            "\"{}\":{{\"defined\":{},\"compiled\":{},\"disabled\":{},\"zero_score\":{},\"unfiltered\":{}}}",
-            t.as_str(), c.defined, c.compiled, c.disabled, c.zero_score, c.unfiltered
+            "\"{}\":{{\"defined\":{},\"compiled\":{},\"disabled\":{},\"zero_score\":{},\"unread\":{},\"unfiltered\":{}}}",
+            t.as_str(), c.defined, c.compiled, c.disabled, c.zero_score, c.unread, c.unfiltered
         );
     }
     let _ = write!(out, "}},\"required_score\":{},\"disabled\":[", rules.required_score().display(3));

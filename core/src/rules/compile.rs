@@ -186,12 +186,15 @@ pub struct Disabled {
 pub struct TypeCounts {
     /// Rules defined.
     pub defined: usize,
-    /// Rules compiled (they run unless their score is 0).
+    /// Rules compiled (they run unless their score is 0 or nothing reads them).
     pub compiled: usize,
     /// Rules that cannot run.
     pub disabled: usize,
     /// Compiled rules whose score in the active score set is 0, so they do not run.
     pub zero_score: usize,
+    /// Compiled `__` sub-rules that no scored rule reads (through metas) and no
+    /// template lists, so they do not run: their hits could change nothing.
+    pub unread: usize,
     /// Compiled patterns that run as a lazy DFA because a dense one would be too big.
     pub lazy: usize,
     /// Compiled patterns with no prefilter literal, run on every text of their target.
@@ -242,6 +245,8 @@ pub(crate) struct RuleInfo {
     pub(crate) scored: bool,
     /// Runs at all.
     pub(crate) active: bool,
+    /// A sub-rule nothing reads (see [`TypeCounts::unread`]): does not run.
+    pub(crate) unread: bool,
     /// Most matches counted: 1 unless `tflags multiple`.
     pub(crate) max_hits: u32,
 }
@@ -768,6 +773,46 @@ pub(super) fn build_lazy(
     Ok(lazy.len() - 1)
 }
 
+/// The score `def` counts with in the active score set.
+fn rule_score(def: &RuleDef) -> Score {
+    def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def))
+}
+
+/// By rule index, the `__` sub-rules whose hits nothing reads: no scored rule reaches
+/// them through metas, and no template lists sub-rules (`_SUBTESTS_`). They need not run.
+fn unread_subrules(config: &Config) -> Vec<bool> {
+    let n = config.rules.len();
+    let templates = config.add_headers.iter().map(|h| h.template.as_str());
+    let rewrites = config.rewrite_headers.iter().map(|(_, text)| text.as_str());
+    let lists_subtests = templates.chain(rewrites).any(|t| t.contains("_SUBTESTS"));
+    if lists_subtests {
+        return alloc::vec![false; n];
+    }
+    let by_name: BTreeMap<&str, usize> = config.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i)).collect();
+    let mut read = alloc::vec![false; n];
+    let mut stack: Vec<usize> = config
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.name.starts_with("__") && rule_score(r) != Score::ZERO)
+        .map(|(i, _)| i)
+        .collect();
+    let mut deps = Vec::new();
+    while let Some(i) = stack.pop() {
+        let Some(seen) = read.get_mut(i) else { continue };
+        if *seen {
+            continue;
+        }
+        *seen = true;
+        if let Some(RuleKind::Meta(expr)) = config.rules.get(i).map(|r| &r.kind) {
+            deps.clear();
+            meta_deps(expr, &mut deps, 0);
+            stack.extend(deps.iter().filter_map(|d| by_name.get(d).copied()));
+        }
+    }
+    config.rules.iter().zip(read).map(|(r, read)| r.name.starts_with("__") && !read).collect()
+}
+
 /// SpamAssassin's default when a rule has no `score` line.
 fn default_score(def: &RuleDef) -> Score {
     let base = if def.name.starts_with("T_") { Score(10) } else { Score::points(1) };
@@ -820,6 +865,8 @@ impl LiteralTable {
 
 impl RuleSet {
     /// Compiles `config` with score set 0 (no network tests, no Bayes), as sift runs.
+    /// Rules that do not run (score 0, sub-rules nothing reads) are not built, so a
+    /// pattern of theirs that could not compile is not reported: [`RuleSet::check`] is.
     pub fn compile(config: &Config) -> Result<RuleSet, CompileError> {
         RuleSet::build(config, Dense::Build, &run_here)
     }
@@ -835,7 +882,8 @@ impl RuleSet {
 
     /// Compiles `config` as [`RuleSet::compile`] does but determinizes no dense DFA (every
     /// pattern is left to a lazy DFA): which rules run and why the others do not, in a
-    /// fraction of the time, as `--lint` needs. Scans with it are correct but slower.
+    /// fraction of the time, as `--lint` needs. Scans with it are correct but slower. It
+    /// builds the rules that do not run too, to say whether they would compile.
     pub fn check(config: &Config) -> Result<RuleSet, CompileError> {
         RuleSet::build(config, Dense::Skip, &run_here)
     }
@@ -882,9 +930,10 @@ impl RuleSet {
             _ => ProgramShelf::default(),
         };
         let mut evals = [Job(Work::Evals { config, shelf, built: None })];
+        let unread = unread_subrules(config);
         spread(&mut evals, &mut || {
             for (index, def) in config.rules.iter().enumerate() {
-                set.add_info(def);
+                set.add_info(def, unread.get(index).copied().unwrap_or(false));
                 if !matches!(def.kind, RuleKind::Eval { .. }) {
                     let result = set.compile_rule(index as u32, def, &mut tables, &mut header_table, &mut dense);
                     set.note_result(index, result);
@@ -975,10 +1024,11 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Records what `def` is before it compiles: name, type, score, hit limit.
-    fn add_info(&mut self, def: &RuleDef) {
+    /// Records what `def` is before it compiles: name, type, score, hit limit; an
+    /// `unread` sub-rule does not run.
+    fn add_info(&mut self, def: &RuleDef, unread: bool) {
         let rule_type = RuleType::of(&def.kind);
-        let score = def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def));
+        let score = rule_score(def);
         let max_hits = if def.tflags.multiple || def.tflags.maxhits.is_some() {
             def.tflags.maxhits.unwrap_or(u32::MAX).max(1)
         } else {
@@ -990,7 +1040,8 @@ impl RuleSet {
             rule_type,
             score,
             scored: !def.name.starts_with("__") && score != Score::ZERO,
-            active: score != Score::ZERO,
+            active: score != Score::ZERO && !unread,
+            unread,
             max_hits,
         });
         self.summary.get_mut(rule_type).defined += 1;
@@ -1005,6 +1056,8 @@ impl RuleSet {
                 counts.compiled += 1;
                 if info.score == Score::ZERO {
                     counts.zero_score += 1;
+                } else if info.unread {
+                    counts.unread += 1;
                 }
             }
             Err(reason) => {
@@ -1025,6 +1078,10 @@ impl RuleSet {
         dense: &mut Dense<'_>,
     ) -> Result<(), DisabledReason> {
         let active = self.rules.get(rule as usize).is_some_and(|r| r.active);
+        if !active && self.dense {
+            // Never run: neither its automaton nor a cache entry for it is needed.
+            return Ok(());
+        }
         let target_program = |kind: &RuleKind| match kind {
             RuleKind::Body(_) => Some(0),
             RuleKind::RawBody(_) => Some(1),
@@ -1745,6 +1802,62 @@ mod tests {
         }
         assert_eq!(verdicts[0], ["B", "H", "L", "M"]);
         assert_eq!(verdicts[0], verdicts[1]);
+    }
+
+    #[test]
+    fn unread_subrules_table() {
+        // (rules, the sub-rules nothing reads, every rule that hits the message below)
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            ("body __A /click/\nbody __B /here/\nmeta M __A\n", &["__B"], &["M", "__A"]),
+            ("body __A /click/\nmeta __M __A\nmeta M2 __M && 1\n", &[], &["M2", "__A", "__M"]),
+            ("body __A /nomatch/\nmeta M !__A\n", &[], &["M"]),
+            // A meta that does not run reads nothing; a sub-rule's own score makes it no reader.
+            ("body __A /click/\nmeta M __A\nscore M 0\n", &["__A"], &[]),
+            ("body __A /click/\nscore __A 2\n", &["__A"], &[]),
+            ("body Z /click/\nscore Z 0\nbody __A /here/\n", &["__A"], &[]),
+            // A template that lists sub-rules reads them all.
+            ("body __A /click/\nadd_header all Sub _SUBTESTS_\n", &[], &["__A"]),
+            ("body __A /click/\nrewrite_header Subject [_SUBTESTSCOLLAPSED_]\n", &[], &["__A"]),
+        ];
+        let message = b"Subject: x\r\n\r\nclick here\r\n";
+        for &(rules, unread, hits) in cases {
+            let config = parse_str("t.cf", rules).expect("parse");
+            for set in [RuleSet::compile(&config).expect("compile"), RuleSet::check(&config).expect("check")] {
+                let got: Vec<&str> = set.rules.iter().filter(|r| r.unread).map(|r| r.name.as_str()).collect();
+                assert_eq!(got, unread, "{rules}");
+                let counted: usize = RuleType::ALL.iter().map(|&t| set.summary().get(t).unread).sum();
+                assert_eq!(counted, unread.len(), "{rules}");
+                let mut scratch = Scratch::new(&set);
+                let got: Vec<&str> = set.scan(message, &mut scratch).all_hits().collect();
+                assert_eq!(got, hits, "{rules}");
+            }
+        }
+    }
+
+    #[test]
+    fn rules_that_do_not_run_are_not_built_table() {
+        // (rules that run, more that do not, their type, lint's compiled and disabled of
+        // that type): a cached compile determinizes no automaton for the latter, while
+        // `check` still says whether they compile.
+        let cases: &[(&str, &str, RuleType, (usize, usize))] = &[
+            ("body A /click/\n", "body Z /here/\nscore Z 0\n", RuleType::Body, (2, 0)),
+            ("body A /click/\n", "body __U /there/\n", RuleType::Body, (2, 0)),
+            ("body A /click/\n", "body __BAD /\\Gx/\n", RuleType::Body, (1, 1)),
+            ("body A /click/\n", "header __H Subject =~ /cheap/\n", RuleType::Header, (1, 0)),
+            ("body A /click/\nmeta M __R\n", "rawbody __R /here/\nscore M 0\n", RuleType::RawBody, (1, 0)),
+        ];
+        let misses = |rules: &str| {
+            let mut cache = DfaCache::new();
+            RuleSet::compile_cached(&parse_str("t.cf", rules).expect("parse"), &mut cache, &run_here).expect("compile");
+            cache.misses()
+        };
+        for &(runs, idle, idle_type, linted) in cases {
+            let both = alloc::format!("{runs}{idle}");
+            assert_eq!(misses(&both), misses(runs), "{both}");
+            let lint = RuleSet::check(&parse_str("t.cf", &both).expect("parse")).expect("check");
+            let counts = lint.summary().get(idle_type);
+            assert_eq!((counts.compiled, counts.disabled), linted, "{both}");
+        }
     }
 
     #[test]
