@@ -482,8 +482,13 @@ fn trailing_space_escapes(line: &[u8]) -> usize {
 fn unicode_escapes(line: &[u8]) -> usize {
     let mut n = 0;
     let mut i = 0;
-    while let Some(k) = line.get(i..).and_then(|r| memchr::memmem::find(r, b"&#x")) {
+    // Found by their `&` (a substring search would be built again for every line).
+    while let Some(k) = line.get(i..).and_then(|r| memchr::memchr(b'&', r)) {
         let at = i + k;
+        if line.get(at + 1..at + 3) != Some(b"#x") {
+            i = at + 1;
+            continue;
+        }
         let ok = line.get(at + 3..at + 7).is_some_and(|h| h.iter().all(|&c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c)))
             && line.get(at + 7) == Some(&b';');
         if ok {
@@ -598,8 +603,20 @@ mod tests {
     }
 
     #[test]
-    fn unicode_escape_counts() {
-        assert_eq!(unicode_escapes(b"&#x00E9;&#x20AC; &#x20ac; &#x12;"), 2);
+    fn unicode_escape_counts_table() {
+        // (line, `&#x[0-9A-F]{4};` matches as Perl's /g counts them)
+        let cases: &[(&[u8], usize)] = &[
+            (b"&#x00E9;&#x20AC; &#x20ac; &#x12;", 2),
+            (b"&&#x0041;&amp;&#x0042;", 2),
+            (b"&#X0041; & #x0041; &#x0041", 0),
+            (b"&#x&#x0041;;", 1),
+            (b"&#x00410041;", 0),
+            (b"no escapes at all", 0),
+            (b"", 0),
+        ];
+        for &(line, want) in cases {
+            assert_eq!(unicode_escapes(line), want, "{:?}", core::str::from_utf8(line));
+        }
     }
 
     #[test]

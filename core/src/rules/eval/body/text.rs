@@ -171,28 +171,40 @@ fn uppercase_percent(body: &[u8], final_newline: bool) -> f64 {
     let mut len = 0usize;
     let mut lower = 0u64;
     let mut upper = 0u64;
+    // Most bodies hold no escape byte: then no line needs searching for one.
+    let escapes = memchr::memchr(0x1b, body).is_some();
     for (line, with_end) in body_lines(body, final_newline) {
         if !has_inner_space(line) || is_base64_pair(line) {
             continue;
         }
         // Shift-JIS escapes (`\x1b$B … \x1b(B`, greedy) are removed first.
-        let (kept_a, kept_b) = match (memchr::memmem::find(line, b"\x1b$B"), memchr::memmem::rfind(line, b"\x1b(B")) {
+        let shift_jis = if escapes { (memchr::memmem::find(line, b"\x1b$B"), memchr::memmem::rfind(line, b"\x1b(B")) } else { (None, None) };
+        let (kept_a, kept_b) = match shift_jis {
             (Some(a), Some(b)) if b >= a + 3 => (line.get(..a).unwrap_or(&[]), line.get(b + 3..).unwrap_or(&[])),
             _ => (line, &[][..]),
         };
         len += with_end - (line.len() - kept_a.len() - kept_b.len());
-        for &c in kept_a.iter().chain(kept_b) {
-            if c.is_ascii_lowercase() || c.is_ascii_digit() {
-                lower += 1;
-            } else if c.is_ascii_uppercase() {
-                upper += 1;
-            }
+        for part in [kept_a, kept_b] {
+            let (l, u) = count_cases(part);
+            lower += l;
+            upper += u;
         }
     }
     if len < 200 || upper + lower == 0 {
         return 0.0;
     }
     upper as f64 / (upper + lower) as f64 * 100.0
+}
+
+/// ASCII lower-case letters and digits, and upper-case letters, in `text`; branch-free,
+/// so that the compiler counts many bytes at a time.
+fn count_cases(text: &[u8]) -> (u64, u64) {
+    let (mut lower, mut upper) = (0u64, 0u64);
+    for &c in text {
+        lower += u64::from((c.wrapping_sub(b'a') < 26) | (c.wrapping_sub(b'0') < 10));
+        upper += u64::from(c.wrapping_sub(b'A') < 26);
+    }
+    (lower, upper)
 }
 
 /// `/\S\s+\S/`: white space between two other characters.
@@ -595,6 +607,61 @@ mod tests {
         assert!(is_base64_pair(
             b"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2 QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2 x"
         ));
+    }
+
+    /// `uppercase_percent` as written first: escapes searched in every line, letters
+    /// counted one branch at a time.
+    fn uppercase_percent_by_line(body: &[u8], final_newline: bool) -> f64 {
+        let (mut len, mut lower, mut upper) = (0usize, 0u64, 0u64);
+        for (line, with_end) in body_lines(body, final_newline) {
+            if !has_inner_space(line) || is_base64_pair(line) {
+                continue;
+            }
+            let (kept_a, kept_b) = match (memchr::memmem::find(line, b"\x1b$B"), memchr::memmem::rfind(line, b"\x1b(B")) {
+                (Some(a), Some(b)) if b >= a + 3 => (&line[..a], &line[b + 3..]),
+                _ => (line, &[][..]),
+            };
+            len += with_end - (line.len() - kept_a.len() - kept_b.len());
+            for &c in kept_a.iter().chain(kept_b) {
+                if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                    lower += 1;
+                } else if c.is_ascii_uppercase() {
+                    upper += 1;
+                }
+            }
+        }
+        if len < 200 || upper + lower == 0 {
+            return 0.0;
+        }
+        upper as f64 / (upper + lower) as f64 * 100.0
+    }
+
+    #[test]
+    fn uppercase_percent_agrees_with_line_by_line_table() {
+        let all_bytes: Vec<u8> = (0..=255u8).chain(b" x Y".iter().copied()).collect();
+        let line = "Mixed Case 42 words, AND SOME SHOUTING, then calm again for a while.\n";
+        let cases: Vec<Vec<u8>> = alloc::vec![
+            all_bytes,
+            line.repeat(4).into_bytes(),
+            // Shift-JIS escapes: what lies between them is not counted, in one line or
+            // greedily across several on a line.
+            alloc::format!("s\n{}ab CD \x1b$BXYZW\x1b(B ef GH\n", line.repeat(3)).into_bytes(),
+            alloc::format!("s\n{}ab \x1b$BQQ\x1b(B cd \x1b$BRR\x1b(B EF\n", line.repeat(3)).into_bytes(),
+            // An escape that opens and never closes, and a close before its open.
+            alloc::format!("s\n{}ab \x1b$BQQ cd\n{}EF \x1b(B gh \x1b$B\n", line.repeat(2), line).into_bytes(),
+            [&b"s\r\n"[..], line.repeat(3).as_bytes(), b"\xc3\x89T\xc3\xa9 \xff\x1b AB\r\n"].concat(),
+        ];
+        for body in &cases {
+            for final_newline in [false, true] {
+                let (got, want) = (uppercase_percent(body, final_newline), uppercase_percent_by_line(body, final_newline));
+                assert_eq!(got.to_bits(), want.to_bits(), "{}", alloc::string::String::from_utf8_lossy(body));
+            }
+        }
+        // Every byte is classed as the ASCII predicates class it.
+        for c in 0..=255u8 {
+            let want = (u64::from(c.is_ascii_lowercase() || c.is_ascii_digit()), u64::from(c.is_ascii_uppercase()));
+            assert_eq!(count_cases(&[c]), want, "{c}");
+        }
     }
 
     #[test]
