@@ -485,6 +485,9 @@ pub struct HeaderScratch {
     b: Vec<u8>,
     addrs: AddrSet,
     addrs2: AddrSet,
+    /// `all_from_addrs` of the message `from_generation`, which four tests read.
+    from_addrs: AddrSet,
+    from_generation: u64,
     body_emails: AddrSet,
     body_freemails: AddrSet,
     date_diff: Cached<i64>,
@@ -848,8 +851,8 @@ impl HeaderEval {
                 if !data.freemail.available() {
                     return false;
                 }
-                all_from_addrs(m, relays, &mut s.addrs);
-                lowercase_set(&s.addrs, &mut s.addrs2);
+                fill_from_addrs(m, relays, s, generation);
+                lowercase_set(&s.from_addrs, &mut s.addrs2);
                 freemail_any(&data.freemail, &s.addrs2, re.as_deref(), &mut s.search)
             }
             HeaderEval::FreemailHeader { header, re } => {
@@ -874,8 +877,8 @@ impl HeaderEval {
                 let Some(list) = data.list(name) else {
                     return false;
                 };
-                all_from_addrs(m, relays, &mut s.addrs);
-                s.addrs.iter().any(|a| in_list(Some(list), a))
+                fill_from_addrs(m, relays, s, generation);
+                s.from_addrs.iter().any(|a| in_list(Some(list), a))
             }
             HeaderEval::ToInList(name) => {
                 let Some(list) = data.list(name) else {
@@ -1026,6 +1029,14 @@ fn lowercase_set(from: &AddrSet, to: &mut AddrSet) {
 
 /// `all_from_addrs`: Resent-From (first header), else From, Envelope-Sender,
 /// Resent-Sender, X-Envelope-From and EnvelopeFrom; dots squeezed, duplicates dropped.
+/// [`all_from_addrs`] into `s.from_addrs`, unless they are already message `generation`'s.
+fn fill_from_addrs(m: &Message<'_>, relays: &Relays, s: &mut HeaderScratch, generation: u64) {
+    if s.from_generation != generation || generation == 0 {
+        all_from_addrs(m, relays, &mut s.from_addrs);
+        s.from_generation = generation;
+    }
+}
+
 fn all_from_addrs(m: &Message<'_>, relays: &Relays, out: &mut AddrSet) {
     out.clear();
     if let Some(h) = m.headers_named(b"Resent-From").next() {
@@ -1887,10 +1898,10 @@ fn welcomelisted(m: &Message<'_>, relays: &Relays, data: &HeaderData, s: &mut He
             return v;
         }
     }
-    all_from_addrs(m, relays, &mut s.addrs);
+    fill_from_addrs(m, relays, s, generation);
     let allows = data.list("welcomelist_allows_relays");
     let mut found = 0;
-    for a in s.addrs.iter() {
+    for a in s.from_addrs.iter() {
         if in_list(data.list("welcomelist_from"), a) {
             found = 1;
             break;
@@ -1920,10 +1931,10 @@ fn default_welcomelisted(
             return v;
         }
     }
-    all_from_addrs(m, relays, &mut s.addrs);
+    fill_from_addrs(m, relays, s, generation);
     let allows = data.list("welcomelist_allows_relays");
     let mut found = 0;
-    for a in s.addrs.iter() {
+    for a in s.from_addrs.iter() {
         match welcomelist_rcvd(&data.def_welcomelist_from_rcvd, allows, relays, a) {
             1 => {
                 found = 1;
