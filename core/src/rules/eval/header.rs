@@ -493,6 +493,7 @@ pub struct HeaderScratch {
     date_diff: Cached<i64>,
     recipients: Cached<(bool, f64)>,
     hotmail: Cached<(bool, bool)>,
+    gated: Cached<bool>,
     forged: Cached<(u32, u32)>,
     welcomelisted: Cached<i32>,
     default_welcomelisted: Cached<i32>,
@@ -758,7 +759,7 @@ impl HeaderEval {
             }
             HeaderEval::FarawayCharsetInHeaders => false,
             HeaderEval::IllegalChars { header, ratio, count } => illegal_chars(m, header, *ratio, *count, &mut s.a),
-            HeaderEval::GatedThroughReceivedHdrRemover => gated(m, pats, s),
+            HeaderEval::GatedThroughReceivedHdrRemover => gated(m, pats, s, generation),
             HeaderEval::ForgedHotmail | HeaderEval::NoHotmail => {
                 let (forged, missing) = match s.hotmail.fresh(generation) {
                     Some(v) => v,
@@ -812,7 +813,7 @@ impl HeaderEval {
             HeaderEval::OutlookMessageId => outlook_message_id(m, pats, s),
             HeaderEval::MessageIdNotUsable => {
                 get_joined(m, b"List-Unsubscribe", &mut s.a);
-                if pats.get(X::ListUnsub).is_match(&s.a, &mut s.search) || gated(m, pats, s) {
+                if pats.get(X::ListUnsub).is_match(&s.a, &mut s.search) || gated(m, pats, s, generation) {
                     return true;
                 }
                 get_joined(m, b"Received", &mut s.a);
@@ -1294,8 +1295,19 @@ fn illegal_chars(m: &Message<'_>, header: &str, ratio: f64, count: f64, buf: &mu
     illegal / buf.len() as f64 >= ratio && illegal >= count
 }
 
-/// `gated_through_received_hdr_remover`.
-fn gated(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool {
+/// `gated_through_received_hdr_remover`, once a message (four tests ask).
+fn gated(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch, generation: u64) -> bool {
+    match s.gated.fresh(generation) {
+        Some(v) => v,
+        None => {
+            let v = gated_through_remover(m, pats, s);
+            s.gated.set(generation, v)
+        }
+    }
+}
+
+/// `gated_through_received_hdr_remover`, computed (in `s.b`, which it leaves changed).
+fn gated_through_remover(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool {
     let ezmlm = m
         .headers_named(b"Mailing-List")
         .any(|h| pats.get(X::Ezmlm).is_match(h.decoded, &mut s.search));
@@ -1316,20 +1328,17 @@ fn gated(m: &Message<'_>, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool 
 
 /// `_check_for_forged_hotmail_received_headers`: (forged, hotmail address without hotmail relay).
 fn hotmail(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut HeaderScratch) -> (bool, bool) {
+    // The Received lines, squeezed, stay in `s.a` throughout (the helpers use `s.b`).
     get_joined(m, b"Received", &mut s.a);
     squeeze_spaces(&mut s.a);
     if pats.get(X::HotmailPickup).is_match(&s.a, &mut s.search) || msn_groups(m, relays, pats, s) {
         return (false, false);
     }
-    get_joined(m, b"Received", &mut s.a);
-    squeeze_spaces(&mut s.a);
     let ip = get_joined(m, b"X-Originating-Ip", &mut s.b) && pats.get(X::AnyIp).is_match(&s.b, &mut s.search);
     let orig = get_joined(m, b"X-OriginatorOrg", &mut s.b) && pats.get(X::HotmailOrig).is_match(&s.b, &mut s.search);
-    if gated(m, pats, s) {
+    if gated(m, pats, s, relays.generation()) {
         return (false, false);
     }
-    get_joined(m, b"Received", &mut s.a);
-    squeeze_spaces(&mut s.a);
     let rc = |x: X, s: &mut HeaderScratch| pats.get(x).is_match(&s.a, &mut s.search);
     if (ip && rc(X::Hotmail1, s))
         || (orig && rc(X::Hotmail2, s))
@@ -1400,7 +1409,7 @@ fn eudoramail(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut H
         return false;
     }
     let ip = get_joined(m, b"X-Sender-Ip", &mut s.b) && pats.get(X::AnyIp).is_match(&s.b, &mut s.search);
-    if gated(m, pats, s) {
+    if gated(m, pats, s, relays.generation()) {
         return false;
     }
     get_joined(m, b"Received", &mut s.a);
@@ -1419,7 +1428,7 @@ fn yahoo(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut Header
         core::mem::swap(&mut s.a, &mut s.b);
     }
     squeeze_spaces(&mut s.a);
-    if gated(m, pats, s) {
+    if gated(m, pats, s, relays.generation()) {
         return false;
     }
     // gated() used s.b only; s.a still holds the Received text.
@@ -1445,7 +1454,7 @@ fn yahoo(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut Header
 
 fn juno(m: &Message<'_>, relays: &Relays, pats: &HeaderPatterns, s: &mut HeaderScratch) -> bool {
     let from = first_addr(m, relays, b"From");
-    if !pats.get(X::FromJuno).is_match(from, &mut s.search) || gated(m, pats, s) {
+    if !pats.get(X::FromJuno).is_match(from, &mut s.search) || gated(m, pats, s, relays.generation()) {
         return false;
     }
     get_joined(m, b"Received", &mut s.a);
