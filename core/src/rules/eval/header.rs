@@ -1028,16 +1028,16 @@ fn lowercase_set(from: &AddrSet, to: &mut AddrSet) {
     }
 }
 
-/// `all_from_addrs`: Resent-From (first header), else From, Envelope-Sender,
-/// Resent-Sender, X-Envelope-From and EnvelopeFrom; dots squeezed, duplicates dropped.
 /// [`all_from_addrs`] into `s.from_addrs`, unless they are already message `generation`'s.
 fn fill_from_addrs(m: &Message<'_>, relays: &Relays, s: &mut HeaderScratch, generation: u64) {
-    if s.from_generation != generation || generation == 0 {
+    if s.from_generation != generation {
         all_from_addrs(m, relays, &mut s.from_addrs);
         s.from_generation = generation;
     }
 }
 
+/// `all_from_addrs`: Resent-From (first header), else From, Envelope-Sender,
+/// Resent-Sender, X-Envelope-From and EnvelopeFrom; dots squeezed, duplicates dropped.
 fn all_from_addrs(m: &Message<'_>, relays: &Relays, out: &mut AddrSet) {
     out.clear();
     if let Some(h) = m.headers_named(b"Resent-From").next() {

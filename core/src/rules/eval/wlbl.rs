@@ -102,7 +102,6 @@ fn glob_byte(b: u8) -> u8 {
 
 /// [`glob_match`] without its shortcut: each star's run grows until the rest matches.
 fn glob_walk(glob: &[u8], text: &[u8], star_stops_at_dot: bool) -> bool {
-    let norm = glob_byte;
     let (mut g, mut t) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     loop {
@@ -114,7 +113,7 @@ fn glob_walk(glob: &[u8], text: &[u8], star_stops_at_dot: bool) -> bool {
             }
             Some(&c) if t < text.len() => {
                 let tb = text.get(t).copied().unwrap_or(0);
-                if (c == b'?' && tb != b'\n') || norm(c) == tb.to_ascii_lowercase() {
+                if (c == b'?' && tb != b'\n') || glob_byte(c) == tb.to_ascii_lowercase() {
                     g += 1;
                     t += 1;
                     continue;
