@@ -778,9 +778,14 @@ fn rule_score(def: &RuleDef) -> Score {
     def.score.map(|s| s[0]).unwrap_or_else(|| default_score(def))
 }
 
+/// Rule indexes by name, as metas name the rules they read.
+fn rules_by_name(config: &Config) -> BTreeMap<&str, u32> {
+    config.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i as u32)).collect()
+}
+
 /// By rule index, the `__` sub-rules whose hits nothing reads: no scored rule reaches
 /// them through metas, and no template lists sub-rules (`_SUBTESTS_`). They need not run.
-fn unread_subrules(config: &Config) -> Vec<bool> {
+fn unread_subrules(config: &Config, by_name: &BTreeMap<&str, u32>) -> Vec<bool> {
     let n = config.rules.len();
     let templates = config.add_headers.iter().map(|h| h.template.as_str());
     let rewrites = config.rewrite_headers.iter().map(|(_, text)| text.as_str());
@@ -788,7 +793,6 @@ fn unread_subrules(config: &Config) -> Vec<bool> {
     if lists_subtests {
         return alloc::vec![false; n];
     }
-    let by_name: BTreeMap<&str, usize> = config.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i)).collect();
     let mut read = alloc::vec![false; n];
     let mut stack: Vec<usize> = config
         .rules
@@ -807,7 +811,7 @@ fn unread_subrules(config: &Config) -> Vec<bool> {
         if let Some(RuleKind::Meta(expr)) = config.rules.get(i).map(|r| &r.kind) {
             deps.clear();
             meta_deps(expr, &mut deps, 0);
-            stack.extend(deps.iter().filter_map(|d| by_name.get(d).copied()));
+            stack.extend(deps.iter().filter_map(|d| by_name.get(d).map(|&i| i as usize)));
         }
     }
     config.rules.iter().zip(read).map(|(r, read)| r.name.starts_with("__") && !read).collect()
@@ -930,7 +934,8 @@ impl RuleSet {
             _ => ProgramShelf::default(),
         };
         let mut evals = [Job(Work::Evals { config, shelf, built: None })];
-        let unread = unread_subrules(config);
+        let by_name = rules_by_name(config);
+        let unread = unread_subrules(config, &by_name);
         spread(&mut evals, &mut || {
             for (index, def) in config.rules.iter().enumerate() {
                 set.add_info(def, unread.get(index).copied().unwrap_or(false));
@@ -980,7 +985,7 @@ impl RuleSet {
                     set.note_result(index, result);
                 }
             }
-            set.compile_metas(config);
+            set.compile_metas(config, &by_name);
         });
         let [u_body, l_body, u_raw, u_uri, l_raw, l_uri, header, body, uri, raw, full] = jobs;
         let grouped = [u_body, u_raw, u_uri, l_body, l_raw, l_uri].map(Job::into_unions);
@@ -1370,9 +1375,7 @@ impl RuleSet {
     }
 
     /// Orders meta rules so each runs after the metas it reads; cycles are disabled.
-    fn compile_metas(&mut self, config: &Config) {
-        let by_name: BTreeMap<&str, u32> =
-            config.rules.iter().enumerate().map(|(i, r)| (r.name.as_str(), i as u32)).collect();
+    fn compile_metas(&mut self, config: &Config, by_name: &BTreeMap<&str, u32>) {
         let lookup = |name: &str| by_name.get(name).copied();
         let is_meta = |i: u32| matches!(config.rules.get(i as usize).map(|r| &r.kind), Some(RuleKind::Meta(_)));
         let mut pending: Vec<(u32, &MetaExpr)> = config
