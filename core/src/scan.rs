@@ -316,6 +316,7 @@ impl RuleSet {
             hit_next: &mut scratch.hit_next,
             starts: &mut scratch.starts,
             hits_overflow: false,
+            longest_line: None,
             pattern_epoch: &mut scratch.pattern_epoch,
             pattern_first: &mut scratch.pattern_first,
             pattern_last: &mut scratch.pattern_last,
@@ -422,7 +423,7 @@ impl RuleSet {
                 _ => target.as_slice(),
             };
             let max = state.max_hits(check.rule);
-            let hopeless = lacks(check.required_byte.as_ref(), text);
+            let hopeless = lacks(check.required_byte.as_ref(), text) || check.room.rules_out(text, || longest_line(text));
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
                 HeaderCheckTest::Matches(_) if hopeless => 0,
@@ -447,7 +448,7 @@ impl RuleSet {
                     if max > 0 {
                         let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
-                        let hopeless = lacks(check.required_byte.as_ref(), value);
+                        let hopeless = lacks(check.required_byte.as_ref(), value) || check.room.rules_out(value, || longest_line(value));
                         let n = if hopeless { 0 } else { count_matches(&check.matcher, value, max, engines) };
                         state.add(check.rule, n);
                         probe.spent(Cost::Rule(check.rule), started);
@@ -656,6 +657,8 @@ struct LineScratch<'s> {
     starts: &'s mut Vec<u32>,
     /// More hits than `hit_pos` holds: candidates fall back to their whole span.
     hits_overflow: bool,
+    /// The longest line of the text the pass is on, once measured.
+    longest_line: Option<usize>,
     pattern_epoch: &'s mut [u32],
     pattern_first: &'s mut [u32],
     pattern_last: &'s mut [u32],
@@ -668,6 +671,24 @@ impl LineScratch<'_> {
     fn next_epoch(&mut self) -> u32 {
         advance_epoch(&mut self.epoch, &mut [&mut *self.literal_epoch, &mut *self.pattern_epoch])
     }
+
+    /// Whether pattern `p` of `program` has no room in `text`, the text of this pass.
+    fn no_room(&mut self, program: &TargetProgram, p: u32, text: &[u8]) -> bool {
+        let Some(room) = program.pattern_room.get(p as usize) else { return false };
+        let known = &mut self.longest_line;
+        room.rules_out(text, || *known.get_or_insert_with(|| longest_line(text)))
+    }
+}
+
+/// The length of the longest `\n`-separated line of `text`.
+fn longest_line(text: &[u8]) -> usize {
+    let mut longest = 0;
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text).chain(core::iter::once(text.len())) {
+        longest = longest.max(end - start);
+        start = end + 1;
+    }
+    longest
 }
 
 /// Moves `epoch` on: a mark equal to the new value was set in this pass. On wrap-around
@@ -879,6 +900,7 @@ fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
 /// Starts a pass over `text`: the candidates are the patterns whose literals occur in it.
 fn prefilter(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
     s.next_epoch();
+    s.longest_line = None;
     match &program.prefilter {
         Some(literals) => {
             find_literals(literals, text, s);
@@ -903,6 +925,10 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             continue;
         };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
+        if s.no_room(program, p, text) {
+            probe.spent(Cost::Rule(pattern.rule), started);
+            continue;
+        }
         if candidate_lines(program, p, text, s) {
             // Only lines holding one of its literals can match.
             for j in 0..s.starts.len() {
@@ -1006,6 +1032,10 @@ fn take_union(
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let Some(pattern) = program.patterns.get(p as usize) else { return };
+    if s.no_room(program, p, text) {
+        probe.spent(Cost::Rule(pattern.rule), started);
+        return;
+    }
     // No match starts before the line of the first byte every match needs.
     let from = match program.pattern_required_byte.get(p as usize) {
         Some(Some(byte)) => match text.get(from..).and_then(|rest| byte.find(rest)) {
@@ -1035,7 +1065,7 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if lacks(program.pattern_required_byte.get(p as usize).and_then(Option::as_ref), text) {
+        if lacks(program.pattern_required_byte.get(p as usize).and_then(Option::as_ref), text) || s.no_room(program, p, text) {
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
@@ -1166,6 +1196,7 @@ fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Op
 mod tests {
     use super::*;
     use crate::rules::cf::parse_str;
+    use crate::rules::compile::MatchRoom;
     use alloc::string::String;
     use alloc::vec::Vec;
 
@@ -1327,6 +1358,40 @@ mod tests {
         let set = RuleSet::compile(&config).expect("rules compile");
         assert_eq!(set.body.pattern_required_byte, [Some(RequiredByte::AnyOf(alloc::vec![b'!']))]);
         assert!(set.headers.iter().all(|h| h.required_byte.is_some()));
+    }
+
+    #[test]
+    fn match_room_table() {
+        // Texts too short for every match, or with no line long enough, are not
+        // searched: a match that just fits is still found.
+        let xs = "x".repeat(90);
+        let message = alloc::format!("Subject: room\r\nX-List: ,a,b,c\r\n\r\n{xs}\r\nshort line\r\n");
+        let cases: &[(&str, &[&str])] = &[
+            ("full F /^x{90}/m", &["F"]),
+            ("full F /^x{91}/m", &[]),
+            ("full F /^[^\\n]{91}$/m", &["F"]),
+            ("full F /^[^\\n]{92}/m", &[]),
+            ("full F /^[^\\n]{90}\\r\\n/m", &["F"]),
+            ("body B /x{90} short line/", &["B"]),
+            ("body B /x{90} short lines/", &[]),
+            ("body B /x{91}/", &[]),
+            ("rawbody R /^x{90}\\s*$/", &["R"]),
+            ("header H X-List =~ /(?:,[^,]{1,90}){3}/", &["H"]),
+            ("header H X-List =~ /(?:,[^,]{1,90}){4}/", &[]),
+            ("header H X-List !~ /(?:,[^,]{1,90}){4}/", &["H"]),
+            ("header H X-List !~ /(?:,[^,]{1,90}){3}/", &[]),
+            ("header H X-List =~ /(?:,[^,]{1,90}){3}(?!z)/", &["H"]),
+            ("header H X-List =~ /(?:,[^,]{1,90}){4}(?!z)/", &[]),
+            ("mimeheader MH X-List =~ /(?:,\\w){3}/", &["MH"]),
+            ("mimeheader MH X-List =~ /(?:,\\w){4}/", &[]),
+        ];
+        assert_hits(&message, cases);
+        // The room is known where the table relies on it: a one-line `full` match,
+        // and backtracked header patterns, one whose screen opens its `{20}` to `+`.
+        let rules = "full F /^x{91}/m\nheader H X-List =~ /(?:,[^,]{1,90}){4}(?!z)/\nheader H2 X-List =~ /(?:,[^,]{1,90}){20}(?!z)/\n";
+        let set = RuleSet::compile(&parse_str("test.cf", rules).expect("rules parse")).expect("rules compile");
+        assert_eq!(set.full.pattern_room, [MatchRoom { len: 91, one_line: true }]);
+        assert_eq!(set.headers.iter().map(|h| h.room.len).collect::<Vec<_>>(), [8, 40]);
     }
 
     #[test]

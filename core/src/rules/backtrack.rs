@@ -956,6 +956,11 @@ impl Program {
         (g.start != NONE && g.end != NONE && g.start <= g.end).then_some((g.start as usize, g.end as usize))
     }
 
+    /// Bytes the shortest match takes.
+    pub(crate) fn min_len(&self) -> u32 {
+        self.min_len
+    }
+
     /// Instructions in the program.
     pub fn len(&self) -> usize {
         self.insts.len()

@@ -16,7 +16,7 @@ use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::primitives::StateID;
 
 use super::backtrack::{Backtrack, Program};
-use super::compile::{fast_prefilter, AUTOMATA_REVISION};
+use super::compile::{fast_prefilter, MatchRoom, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
 use super::literal::{Required, RequiredByte};
 use super::repeat::Openings;
@@ -24,11 +24,13 @@ use super::repeat::Openings;
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 12;
+const FORMAT: u32 = 13;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
 const NON_ASCII: u32 = 2;
+/// Entry flag: no match holds a `\n` (`MatchRoom::one_line`).
+const ONE_LINE: u32 = 4;
 /// Entry flags: the bits above this hold how many times the pattern repeats the kept
 /// NFA (none: once, the NFA is the pattern's).
 const TIMES_SHIFT: u32 = 8;
@@ -64,6 +66,7 @@ struct Entry {
     openings: Option<Stored>,
     required: Option<Required>,
     required_byte: Option<RequiredByte>,
+    room: MatchRoom,
     prefix: Option<Vec<Vec<u8>>>,
     /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
     /// `None`: they no longer rebuild.
@@ -90,6 +93,8 @@ pub(crate) struct Cached {
     pub(crate) required: Option<Required>,
     /// Without those, a byte one of which every match holds.
     pub(crate) required_byte: Option<RequiredByte>,
+    /// The room its matches take.
+    pub(crate) room: MatchRoom,
     /// The search prefilter over the literals every match starts with.
     pub(crate) prefilter: Option<Prefilter>,
 }
@@ -109,6 +114,7 @@ pub(crate) struct EntryWork<'a> {
     kept: Kept<'a>,
     required: &'a Option<Required>,
     required_byte: &'a Option<RequiredByte>,
+    room: MatchRoom,
     ready: &'a mut Option<Option<Cached>>,
     /// Index of the prefilter's job in the batch.
     prefilter_job: Option<usize>,
@@ -117,7 +123,7 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.required_byte));
+            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.required_byte, self.room));
         }
     }
 }
@@ -125,7 +131,7 @@ impl EntryWork<'_> {
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
     let kept = Kept { dfa: &entry.dfa, nfa: &entry.nfa, times: entry.times, openings: &entry.openings };
-    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.required_byte)?;
+    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.required_byte, entry.room)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
@@ -146,6 +152,7 @@ fn rebuild_automata(
     kept: Kept<'_>,
     required: &Option<Required>,
     required_byte: &Option<RequiredByte>,
+    room: MatchRoom,
 ) -> Option<Cached> {
     let dfa = match kept.dfa {
         None => None,
@@ -160,6 +167,7 @@ fn rebuild_automata(
         openings,
         required: required.clone(),
         required_byte: required_byte.clone(),
+        room,
         prefilter: None,
     })
 }
@@ -283,11 +291,12 @@ impl DfaCache {
                 Some(bytes) => bytes.into_iter().next().map(RequiredByte::AnyOf),
                 None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
             };
+            let room = MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0 };
             let prefix = r.list()?;
             let nfa = r.optional_bytes()?;
             let openings = r.optional_bytes()?;
             let times = (flags >> TIMES_SHIFT).max(1);
-            entries.insert(key, Entry { dfa, nfa, times, openings, required, required_byte, prefix, ready: None });
+            entries.insert(key, Entry { dfa, nfa, times, openings, required, required_byte, room, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -302,7 +311,7 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, times, openings, required, required_byte, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, times, openings, required, required_byte, room, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
@@ -310,7 +319,7 @@ impl DfaCache {
                 })
             });
             let kept = Kept { dfa, nfa, times: *times, openings };
-            rest.push(Job(Work::Entry(EntryWork { image, kept, required, required_byte, ready, prefilter_job })));
+            rest.push(Job(Work::Entry(EntryWork { image, kept, required, required_byte, room: *room, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -366,6 +375,9 @@ impl DfaCache {
             if entry.required_byte == Some(RequiredByte::NonAscii) {
                 flags |= NON_ASCII;
             }
+            if entry.room.one_line {
+                flags |= ONE_LINE;
+            }
             if entry.times > 1 {
                 flags |= entry.times << TIMES_SHIFT;
             }
@@ -375,6 +387,7 @@ impl DfaCache {
                 Some(RequiredByte::AnyOf(bytes)) => put_list(&mut out, Some(core::slice::from_ref(bytes))),
                 _ => put_list(&mut out, None),
             }
+            out.extend_from_slice(&entry.room.len.to_le_bytes());
             put_list(&mut out, entry.prefix.as_deref());
             put_optional_bytes(&mut out, entry.nfa.as_ref().map(|stored| stored.bytes(image)));
             put_optional_bytes(&mut out, entry.openings.as_ref().map(|stored| stored.bytes(image)));
@@ -488,6 +501,7 @@ impl DfaCache {
         openings: Option<&Openings>,
         required: Option<&Required>,
         required_byte: Option<&RequiredByte>,
+        room: MatchRoom,
         prefix: Option<&[Vec<u8>]>,
     ) {
         let dfa = dfa.map(|d| {
@@ -505,6 +519,7 @@ impl DfaCache {
             }),
             required: required.cloned(),
             required_byte: required_byte.cloned(),
+            room,
             prefix: prefix.map(<[_]>::to_vec),
             ready: None,
         };
@@ -899,10 +914,11 @@ mod tests {
         let x = [b"x".to_vec()];
         let part = regex_automata::hybrid::dfa::DFA::new("ab+c").expect("builds");
         let opens = Openings::of(&part).expect("openings");
-        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), None, Some(&x));
-        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, None, None);
-        good.put(key(&[b"b"]), None, None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), None);
-        good.put(key(&[b"n"]), None, None, None, None, Some(&RequiredByte::NonAscii), None);
+        let (long, short) = (MatchRoom { len: 998, one_line: true }, MatchRoom { len: 3, one_line: false });
+        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), None, short, Some(&x));
+        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, None, long, None);
+        good.put(key(&[b"b"]), None, None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long, None);
+        good.put(key(&[b"n"]), None, None, None, None, Some(&RequiredByte::NonAscii), MatchRoom::default(), None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
         let mut shelf = good.lend_programs();
@@ -911,7 +927,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x0c\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x0d\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -927,7 +943,7 @@ mod tests {
             (b"", Err(CacheError::Truncated)),
             (b"NOTADFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
             (b"SIFTDFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::Version(10))),
-            (b"SIFTDFA\0\x0c\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"SIFTDFA\0\x0d\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -947,15 +963,17 @@ mod tests {
             let a_states = a.nfa.map(|n| n.states().to_vec());
             assert_eq!((a.dfa.is_none(), a.required, a.required_byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
-            assert_eq!((a.times, a.openings), (1, None));
+            assert_eq!((a.times, a.openings, a.room), (1, None, short));
             // A repeat's part comes back with its times and openings.
             let r = read.get(&key(&[b"r"])).expect("entry r");
             assert_eq!(r.openings.as_ref(), Some(&opens));
             assert_eq!((r.times, r.nfa.map(|n| n.states().to_vec()).as_deref() == Some(nfa("ab+c").states())), (5, true));
+            assert_eq!(r.room, long);
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
-            assert_eq!(b.required_byte, Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])));
-            assert_eq!(read.get(&key(&[b"n"])).map(|n| n.required_byte), Some(Some(RequiredByte::NonAscii)));
+            assert_eq!((b.required_byte, b.room), (Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long));
+            let n = read.get(&key(&[b"n"])).map(|n| (n.required_byte, n.room));
+            assert_eq!(n, Some((Some(RequiredByte::NonAscii), MatchRoom::default())));
             assert!(read.get(&key(&[b"c"])).is_none());
             // The eval program is lent and found, not compiled again; another is compiled.
             let mut shelf = read.lend_programs();
@@ -989,7 +1007,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, None, *needles);
+            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, None, MatchRoom::default(), *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

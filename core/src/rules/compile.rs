@@ -287,6 +287,8 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_starts_match: Vec<bool>,
     /// Pattern index → for an unfiltered pattern, a byte one of which every match holds.
     pub(crate) pattern_required_byte: Vec<Option<literal::RequiredByte>>,
+    /// Pattern index → the room its matches take.
+    pub(crate) pattern_room: Vec<MatchRoom>,
     /// Patterns with no literal and in no union: always run.
     pub(crate) unfiltered: Vec<u32>,
     /// Unfiltered patterns searched together: only the members a union finds run.
@@ -310,6 +312,7 @@ pub(crate) struct HeaderCheck {
     pub(crate) literals: Vec<u32>,
     /// For a pattern without literals: a byte one of which every match holds.
     pub(crate) required_byte: Option<literal::RequiredByte>,
+    pub(crate) room: MatchRoom,
 }
 
 pub(crate) enum HeaderCheckTest {
@@ -327,6 +330,7 @@ pub(crate) struct MimeHeaderCheck {
     pub(crate) matcher: Matcher,
     /// For a pattern without literals: a byte one of which every match holds.
     pub(crate) required_byte: Option<literal::RequiredByte>,
+    pub(crate) room: MatchRoom,
 }
 
 /// Meta expressions as postfix programs.
@@ -439,6 +443,52 @@ struct Built {
     required: Option<literal::Required>,
     /// For a pattern without required literals: a byte one of which every match holds.
     required_byte: Option<literal::RequiredByte>,
+    room: MatchRoom,
+}
+
+/// The room every match of a pattern takes: `len` bytes at least, all on one line
+/// when `one_line`. A text without that room is not searched (`__LONGLINE` on a
+/// message of short lines, fifty addresses in a `To` of two).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MatchRoom {
+    pub(crate) len: u32,
+    pub(crate) one_line: bool,
+}
+
+impl MatchRoom {
+    /// The room the matches of `hir` take.
+    pub(crate) fn of(hir: &Hir) -> MatchRoom {
+        // No minimum (a pattern that never matches): no bound either.
+        let len = hir.properties().minimum_len().map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        MatchRoom { len, one_line: !crosses_lines(hir, 0) }
+    }
+
+    /// Whether no match fits in `text`, whose longest line `longest_line` measures
+    /// (asked only for a one-line match longer than most lines are).
+    pub(crate) fn rules_out(self, text: &[u8], longest_line: impl FnOnce() -> usize) -> bool {
+        let len = self.len as usize;
+        len > text.len() || (self.one_line && len > SHORT_LINE && len > longest_line())
+    }
+}
+
+/// Lines of mail are at most 78 bytes, as RFC 5322 asks: a match that fits in one is
+/// not worth measuring lines for.
+const SHORT_LINE: usize = 78;
+
+/// Whether a match of `hir` can hold a `\n` (when unsure: yes).
+fn crosses_lines(hir: &Hir, depth: usize) -> bool {
+    if depth > META_DEPTH * 4 {
+        return true;
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => false,
+        HirKind::Literal(lit) => lit.0.contains(&b'\n'),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().iter().any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().any(|r| r.start() <= '\n' && '\n' <= r.end()),
+        HirKind::Repetition(rep) => rep.max != Some(0) && crosses_lines(&rep.sub, depth + 1),
+        HirKind::Capture(c) => crosses_lines(&c.sub, depth + 1),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().any(|h| crosses_lines(h, depth + 1)),
+    }
 }
 
 /// How the text a pattern runs on is cut.
@@ -498,18 +548,19 @@ enum Lookup {
 fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Lookup, DisabledReason> {
     let Dense::Cached(c) = dense else { return Ok(Lookup::Unknown) };
     Ok(match c.get(key) {
-        Some(Cached { dfa: Some(mut dfa), required, required_byte, prefilter, .. }) => {
+        Some(Cached { dfa: Some(mut dfa), required, required_byte, room, prefilter, .. }) => {
             dfa.set_prefilter(prefilter);
-            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte })
+            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte, room })
         }
-        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, required_byte, .. }) if times > 1 => {
+        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, required_byte, room, .. }) if times > 1 => {
             match build_repeat(part, times, openings, lazy)? {
-                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, required_byte }),
+                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, required_byte, room }),
                 None => Lookup::TooBig,
             }
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, prefilter, .. }) => {
-            Lookup::Found(Built { matcher: Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?), required, required_byte })
+        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, room, prefilter, .. }) => {
+            let matcher = Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?);
+            Lookup::Found(Built { matcher, required, required_byte, room })
         }
         Some(_) => Lookup::TooBig,
         None => Lookup::Unknown,
@@ -555,6 +606,7 @@ fn compile_matcher(
         Span::Whole | Span::Message => hir,
         Span::Lines | Span::LinesOnce => line_local(&hir, 0),
     };
+    let room = MatchRoom::of(&searched);
     // A line pattern behind prefilter literals runs only on the lines holding them: a
     // prefix prefilter saves little there, and costs a build at every start.
     let prefix = match (span, &required) {
@@ -579,14 +631,14 @@ fn compile_matcher(
             (None, None) => Some((&nfa, 1)),
         };
         let openings = repeat.as_ref().map(|(r, _)| &r.openings);
-        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), required_byte.as_ref(), prefix.as_deref());
+        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), required_byte.as_ref(), room, prefix.as_deref());
     }
     let matcher = match (built, repeat) {
         (Some(dfa), _) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         (None, Some((r, _))) => Matcher::Repeat(alloc::boxed::Box::new(r)),
         (None, None) => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
     };
-    Ok(Built { matcher, required, required_byte })
+    Ok(Built { matcher, required, required_byte, room })
 }
 
 /// Most pairs of bytes (of 65,536) the part of a [`Repeat`] may start with. Its chain
@@ -1135,22 +1187,24 @@ impl RuleSet {
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_required_byte.push(built.required_byte);
+                program.pattern_room.push(built.room);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
             RuleKind::Header(h) => {
-                let (test, literals, required_byte) = match &h.test {
-                    HeaderTest::Exists => (HeaderCheckTest::Exists, None, None),
+                let (test, literals, required_byte, room) = match &h.test {
+                    HeaderTest::Exists => (HeaderCheckTest::Exists, None, None, MatchRoom::default()),
                     HeaderTest::Matches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
-                        (HeaderCheckTest::Matches(built.matcher), built.required.map(|r| r.literals), built.required_byte)
+                        let literals = built.required.map(|r| r.literals);
+                        (HeaderCheckTest::Matches(built.matcher), literals, built.required_byte, built.room)
                     }
                     HeaderTest::NotMatches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
-                        (HeaderCheckTest::NotMatches(built.matcher), None, built.required_byte)
+                        (HeaderCheckTest::NotMatches(built.matcher), None, built.required_byte, built.room)
                     }
                 };
                 if !active {
@@ -1183,6 +1237,7 @@ impl RuleSet {
                     if_unset: h.if_unset.clone(),
                     literals: literal_ids,
                     required_byte,
+                    room,
                 });
                 Ok(())
             }
@@ -1196,6 +1251,7 @@ impl RuleSet {
                         raw: *raw,
                         matcher: built.matcher,
                         required_byte: built.required_byte,
+                        room: built.room,
                     });
                 }
                 Ok(())
@@ -1283,12 +1339,15 @@ impl RuleSet {
     /// `screen`'s hits confirmed by `program`, which joins the set's programs.
     fn confirmed(&mut self, screen: Built, bt: Backtrack) -> Built {
         let index = self.programs.len() as u32;
+        // The screen may be looser (`{50}` opened to `+`); the program knows the shortest match.
+        let room = MatchRoom { len: screen.room.len.max(bt.program.min_len()), ..screen.room };
         self.programs.push(bt.program);
         self.program_relaxed.push(bt.relaxed);
         Built {
             matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index },
             required: screen.required,
             required_byte: screen.required_byte,
+            room,
         }
     }
 
@@ -2077,5 +2136,42 @@ mod tests {
             }
         }
         assert_eq!(plain, ["B", "H", "L", "M"]);
+    }
+
+    #[test]
+    fn match_room_table() {
+        // (pattern, shortest match, no match holds a `\n`)
+        let rooms: &[(&str, u32, bool)] = &[
+            ("abc", 3, true),
+            ("a\\nb", 3, false),
+            ("(?:,[^,]{1,90}){50}", 100, false),
+            ("^[^\\r\\n]{998}", 998, true),
+            ("(?m)^x$", 1, true),
+            ("(?s)a.b", 3, false),
+            ("a\\sb", 3, false),
+            ("a|b\\n", 1, false),
+            ("a(?:\\n){0}b", 2, true),
+            ("x*", 0, true),
+        ];
+        for &(pattern, len, one_line) in rooms {
+            let hir = parse_hir(pattern).expect("parses");
+            assert_eq!(MatchRoom::of(&hir), MatchRoom { len, one_line }, "{pattern}");
+        }
+        // (room, text, whether it rules the text out): lines are measured only past
+        // a short line's length.
+        let long_line = "y".repeat(80);
+        let cases: &[(MatchRoom, &str, bool)] = &[
+            (MatchRoom { len: 5, one_line: false }, "abcd", true),
+            (MatchRoom { len: 5, one_line: false }, "abcde", false),
+            (MatchRoom { len: 5, one_line: true }, "ab\ncd\nef", false),
+            (MatchRoom { len: 80, one_line: true }, &alloc::format!("a\n{long_line}\nb"), false),
+            (MatchRoom { len: 81, one_line: true }, &alloc::format!("a\n{long_line}\nb"), true),
+            (MatchRoom { len: 81, one_line: false }, &alloc::format!("a\n{long_line}\nb"), false),
+            (MatchRoom::default(), "", false),
+        ];
+        for (room, text, out) in cases {
+            let longest = text.split('\n').map(str::len).max().unwrap_or(0);
+            assert_eq!(room.rules_out(text.as_bytes(), || longest), *out, "{room:?} {text:?}");
+        }
     }
 }
