@@ -397,9 +397,12 @@ enum Inst {
         counter: u16,
     },
     /// End of the body: back to `loop_pc`, unless the iteration matched nothing.
+    /// `body_first`: the class the body begins with, which is what follows while the
+    /// loop is below its minimum (it must go round again), or `NO_CLASS`.
     RepeatEnd {
         counter: u16,
         loop_pc: u32,
+        body_first: u16,
     },
     /// A referenced capture group opens / closes.
     Open(u16),
@@ -1175,6 +1178,23 @@ impl Vm<'_, '_, '_> {
         self.hay.get(lo as usize..end).and_then(|w| memchr::memrchr(b'\n', w)).map(|j| lo + j as u32)
     }
 
+    /// The follow class of the repeat at `pc` (`follow` as compiled) as things
+    /// stand: when it ends a loop's body and the loop is below its minimum, what the
+    /// body begins with. A frame backtracked into sees the count it was pushed
+    /// under: the counter's undo frames above it are popped first.
+    fn follow_now(&self, pc: u32, follow: u16) -> u16 {
+        let Some(&Inst::RepeatEnd { counter, loop_pc, body_first }) = self.prog.insts.get(pc as usize + 1) else { return follow };
+        if body_first == NO_CLASS {
+            return follow;
+        }
+        let Some(&Inst::RepeatLoop { min, .. }) = self.prog.insts.get(loop_pc as usize) else { return follow };
+        if self.counter(counter).count < u32::from(min) {
+            body_first
+        } else {
+            follow
+        }
+    }
+
     /// Whether the byte at `pos` can begin what follows a repeat.
     fn follow_ok(&self, follow: u16, pos: u32) -> bool {
         follow == NO_CLASS || self.in_class(follow, pos)
@@ -1365,6 +1385,7 @@ impl Vm<'_, '_, '_> {
             }
             Inst::Jump(to) => Next::Go(to, pos),
             Inst::Repeat { class, min, max, greedy, possessive, follow } => {
+                let follow = self.follow_now(pc, follow);
                 self.repeat(pc, pos, class, u32::from(min), wide(max), greedy || possessive, possessive, follow)?
             }
             Inst::RepeatStart { counter } => {
@@ -1399,7 +1420,7 @@ impl Vm<'_, '_, '_> {
                 self.set_counter(counter, n.saturating_add(1), pos)?;
                 Next::Go(next, pos)
             }
-            Inst::RepeatEnd { counter, loop_pc } => {
+            Inst::RepeatEnd { counter, loop_pc, .. } => {
                 let Some(&Inst::RepeatLoop { min, exit, .. }) = self.prog.insts.get(loop_pc as usize) else {
                     return Ok(Next::Fail);
                 };
@@ -1588,6 +1609,7 @@ impl Vm<'_, '_, '_> {
                 }
                 Frame::GiveBack { pc, min, pos } => {
                     let Some(&Inst::Repeat { follow, .. }) = self.prog.insts.get(pc as usize) else { continue };
+                    let follow = self.follow_now(pc, follow);
                     if pos <= min {
                         continue;
                     }
@@ -1606,6 +1628,7 @@ impl Vm<'_, '_, '_> {
                     let Some(&Inst::Repeat { class, max, follow, .. }) = self.prog.insts.get(pc as usize) else {
                         continue;
                     };
+                    let follow = self.follow_now(pc, follow);
                     let (mut c, mut n, max) = (pos, count, wide(max));
                     while n < max && self.in_class(class, c) {
                         c += 1;
@@ -2118,7 +2141,7 @@ impl Compiler<'_, '_> {
             let head = self.push(Inst::RepeatLoop { counter, min, max, greedy: rep.greedy, exit: 0 })?;
             self.push(Inst::RepeatEnter { counter })?;
             self.compile(&rep.sub, depth + 1)?;
-            self.push(Inst::RepeatEnd { counter, loop_pc: head })?;
+            self.push(Inst::RepeatEnd { counter, loop_pc: head, body_first: NO_CLASS })?;
             let exit = self.here();
             self.patch(head, Inst::RepeatLoop { counter, min, max, greedy: rep.greedy, exit });
         }
@@ -2133,8 +2156,16 @@ impl Compiler<'_, '_> {
     /// whose class and follow set are disjoint can only end where its run ends
     /// (every byte it could give back or take is in its class, so not in the
     /// follow set): it becomes possessive and leaves no frame to backtrack into.
+    /// A loop whose body ends with such a repeat notes what its body begins with.
     fn fill_follow(&mut self) {
         for pc in 0..self.insts.len() {
+            let after_repeat = pc.checked_sub(1).and_then(|p| self.insts.get(p)).is_some_and(|i| matches!(i, Inst::Repeat { .. }));
+            if let (Some(&Inst::RepeatEnd { counter, loop_pc, .. }), true) = (self.insts.get(pc), after_repeat) {
+                let body_first = self.body_first(loop_pc);
+                if let Some(slot) = self.insts.get_mut(pc) {
+                    *slot = Inst::RepeatEnd { counter, loop_pc, body_first };
+                }
+            }
             let Some(&Inst::Repeat { class, min, max, greedy, possessive, .. }) = self.insts.get(pc) else {
                 continue;
             };
@@ -2147,6 +2178,18 @@ impl Compiler<'_, '_> {
             if let Some(slot) = self.insts.get_mut(pc) {
                 *slot = Inst::Repeat { class, min, max, greedy, possessive, follow };
             }
+        }
+    }
+
+    /// The class the body of the loop at `loop_pc` begins with, when the loop must go
+    /// round more than once (`(?:,[^,]{1,90}){50}`): until it has, a repeat that ends
+    /// the body can only be followed by that (see `Vm::follow_now`).
+    fn body_first(&mut self, loop_pc: u32) -> u16 {
+        let Some(&Inst::RepeatLoop { min, .. }) = self.insts.get(loop_pc as usize) else { return NO_CLASS };
+        let mut fuel = FIRST_AT_FUEL;
+        match self.first_at(loop_pc as usize + 2, &mut fuel) {
+            Some(set) if min >= 2 => self.class(set).unwrap_or(NO_CLASS),
+            _ => NO_CLASS,
         }
     }
 
@@ -3072,6 +3115,34 @@ mod tests {
             let b = program(re);
             assert_eq!(b.program.find_at(hay.as_bytes(), 0, &mut scratch), Ok(want), "{re} on {hay:?}");
         }
+    }
+
+    #[test]
+    fn loops_below_their_minimum_table() {
+        // A repeat that ends a loop's body, while the loop is below its minimum, gives
+        // back only to where the body can begin again, and finds what Perl finds
+        // (perl 5.36). (pattern, text, leftmost match)
+        type Row<'a> = (&'a str, &'a str, Option<(usize, usize)>);
+        let rows: &[Row<'_>] = &[
+            (r"/(?:a[ab]{1,3}){2}b/", "aabab", None),
+            (r"/(?:,[^,]{1,90}){3}/", ",aa,b,cc,d", Some((0, 8))),
+            (r"/(?:,[^,]{1,90}){3}/", ",a,b", None),
+            (r"/(?:,[^,]{1,5}){2,3}x/", ",ab,cd,ef,gx", Some((3, 12))),
+            (r"/(?:,[^,]{1,5}?){3}x/", ",ab,cd,efx", Some((0, 10))),
+            (r"/(?:x[^x]{1,3}){2}/", "xaxaax", Some((0, 5))),
+            (r"/(?:a\d{1,3}){3}b/", "a1a22a333b", Some((0, 10))),
+            (r"/(?:a\d+){3}(?!\d)/", "a1a22a3a4", Some((0, 7))),
+        ];
+        let mut scratch = BacktrackScratch::default();
+        for &(re, hay, want) in rows {
+            let b = program(re);
+            assert_eq!(b.program.find_at(hay.as_bytes(), 0, &mut scratch), Ok(want), "{re} on {hay:?}");
+        }
+        // `__TO_WAY_TOO_MANY` on forty addresses: each start gives back only to commas
+        // and is decided (giving back every byte ran out of steps, undecided).
+        let to: String = (0..40).map(|i| alloc::format!(", person{i:02} <person{i:02}@example.org>")).collect();
+        let b = program(r"/(?:,[^,]{1,90}){50}/");
+        assert_eq!(b.program.find_at(to.as_bytes(), 0, &mut scratch), Ok(None));
     }
 
     #[test]

@@ -157,7 +157,7 @@ impl Program {
             Inst::Repeat { class: c, follow, .. } => class(c) && guard(follow),
             Inst::RepeatStart { counter: c } | Inst::RepeatEnter { counter: c } => counter(c),
             Inst::RepeatLoop { counter: c, exit, .. } => counter(c) && pc(exit),
-            Inst::RepeatEnd { counter: c, loop_pc } => counter(c) && pc(loop_pc),
+            Inst::RepeatEnd { counter: c, loop_pc, body_first } => counter(c) && pc(loop_pc) && guard(body_first),
             Inst::Open(s) | Inst::Close(s) | Inst::Backref { slot: s, .. } => slot(s),
             Inst::LookStart { end, .. } => pc(end),
             Inst::Match | Inst::Byte(_) | Inst::Look(_) | Inst::LookEnd | Inst::AtomicStart | Inst::AtomicEnd => true,
@@ -280,10 +280,11 @@ impl Writer<'_> {
                 self.u8(10);
                 self.u16(counter);
             }
-            Inst::RepeatEnd { counter, loop_pc } => {
+            Inst::RepeatEnd { counter, loop_pc, body_first } => {
                 self.u8(11);
                 self.u16(counter);
                 self.u32(loop_pc);
+                self.u16(body_first);
             }
             Inst::Open(s) => {
                 self.u8(12);
@@ -393,7 +394,7 @@ impl<'a> Reader<'a> {
             8 => Inst::RepeatStart { counter: self.u16()? },
             9 => Inst::RepeatLoop { counter: self.u16()?, min: self.u16()?, max: self.u16()?, greedy: self.bool()?, exit: self.u32()? },
             10 => Inst::RepeatEnter { counter: self.u16()? },
-            11 => Inst::RepeatEnd { counter: self.u16()?, loop_pc: self.u32()? },
+            11 => Inst::RepeatEnd { counter: self.u16()?, loop_pc: self.u32()?, body_first: self.u16()? },
             12 => Inst::Open(self.u16()?),
             13 => Inst::Close(self.u16()?),
             14 => Inst::Backref { slot: self.u16()?, fold: self.bool()? },
@@ -429,6 +430,7 @@ mod tests {
             r"/[a-f]++\b/",
             r"/(?!foo)\w{3}$/",
             r"/[a-r]x|q/",
+            r"/(?:,[^,]{1,90}){50}/",
         ];
         for pattern in patterns {
             let Ok(compiled) = perl::backtrack(pattern) else { panic!("{pattern} does not compile") };
@@ -437,6 +439,8 @@ mod tests {
             let Some(read) = Backtrack::read_image(&image) else { panic!("{pattern}: image not read back") };
             assert_eq!(read.relaxed, compiled.relaxed, "{pattern}");
             assert_eq!(read.program.insts, compiled.program.insts, "{pattern}");
+            let body_first = compiled.program.insts.iter().any(|i| matches!(i, Inst::RepeatEnd { body_first, .. } if *body_first != NO_CLASS));
+            assert_eq!(body_first, pattern.ends_with("{50}/"), "{pattern}");
             assert_eq!(read.program.classes, compiled.program.classes, "{pattern}");
             assert_eq!(read.program.class_scans, compiled.program.class_scans, "{pattern}");
             assert_eq!(read.program.pairs, compiled.program.pairs, "{pattern}");
