@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::{LiteralAutomaton, RequiredByte};
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
-use crate::rules::compile::{eval_meta, HeaderCheckTest, Matcher, RuleType, TargetProgram};
+use crate::rules::compile::{eval_meta, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
@@ -423,7 +423,7 @@ impl RuleSet {
                 _ => target.as_slice(),
             };
             let max = state.max_hits(check.rule);
-            let hopeless = lacks(check.required_byte.as_ref(), text) || check.room.rules_out(text, || longest_line(text));
+            let hopeless = cannot_hold(check.required_byte.as_ref(), check.room, text);
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
                 HeaderCheckTest::Matches(_) if hopeless => 0,
@@ -448,7 +448,7 @@ impl RuleSet {
                     if max > 0 {
                         let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
-                        let hopeless = lacks(check.required_byte.as_ref(), value) || check.room.rules_out(value, || longest_line(value));
+                        let hopeless = cannot_hold(check.required_byte.as_ref(), check.room, value);
                         let n = if hopeless { 0 } else { count_matches(&check.matcher, value, max, engines) };
                         state.add(check.rule, n);
                         probe.spent(Cost::Rule(check.rule), started);
@@ -1088,6 +1088,12 @@ fn lacks(required: Option<&RequiredByte>, text: &[u8]) -> bool {
     required.is_some_and(|byte| byte.find(text).is_none())
 }
 
+/// Whether a header or MIME header `text` cannot hold a match of a pattern: it lacks
+/// the byte every match needs, or has no room for one.
+fn cannot_hold(required: Option<&RequiredByte>, room: MatchRoom, text: &[u8]) -> bool {
+    lacks(required, text) || room.rules_out(text, || longest_line(text))
+}
+
 fn line_start(text: &[u8], pos: usize) -> usize {
     memchr::memrchr(b'\n', text.get(..pos).unwrap_or(text)).map_or(0, |i| i + 1)
 }
@@ -1196,8 +1202,7 @@ fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Op
 mod tests {
     use super::*;
     use crate::rules::cf::parse_str;
-    use crate::rules::compile::MatchRoom;
-    use alloc::string::String;
+        use alloc::string::String;
     use alloc::vec::Vec;
 
     const MSG: &str = "From: \"Cheap Meds\" <deals@pharma.example>\r\nTo: you@example.org\r\nSubject: Buy cheap VIAGRA now\r\nMessage-Id: <abc@pharma.example>\r\nContent-Type: text/plain\r\n\r\nHello friend,\r\nclick here to buy viagra, viagra and more viagra.\r\n\r\nVisit http://pharma.example.com/buy now.\r\n";

@@ -1609,10 +1609,10 @@ impl Vm<'_, '_, '_> {
                 }
                 Frame::GiveBack { pc, min, pos } => {
                     let Some(&Inst::Repeat { follow, .. }) = self.prog.insts.get(pc as usize) else { continue };
-                    let follow = self.follow_now(pc, follow);
                     if pos <= min {
                         continue;
                     }
+                    let follow = self.follow_now(pc, follow);
                     match self.last_stop(pc, follow, min, pos - 1)? {
                         Some(c) => {
                             self.tick(pos - c)?;
@@ -2185,11 +2185,14 @@ impl Compiler<'_, '_> {
     /// round more than once (`(?:,[^,]{1,90}){50}`): until it has, a repeat that ends
     /// the body can only be followed by that (see `Vm::follow_now`).
     fn body_first(&mut self, loop_pc: u32) -> u16 {
-        let Some(&Inst::RepeatLoop { min, .. }) = self.insts.get(loop_pc as usize) else { return NO_CLASS };
+        match self.insts.get(loop_pc as usize) {
+            Some(&Inst::RepeatLoop { min, .. }) if min >= 2 => {}
+            _ => return NO_CLASS,
+        }
         let mut fuel = FIRST_AT_FUEL;
         match self.first_at(loop_pc as usize + 2, &mut fuel) {
-            Some(set) if min >= 2 => self.class(set).unwrap_or(NO_CLASS),
-            _ => NO_CLASS,
+            Some(set) => self.class(set).unwrap_or(NO_CLASS),
+            None => NO_CLASS,
         }
     }
 
