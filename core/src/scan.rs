@@ -12,7 +12,7 @@ use regex_automata::{hybrid, Anchored, HalfMatch, Input};
 use crate::msg::{self, release_above, Limits, Message, MessageBuffers};
 use crate::rules::eval::{EvalContext, EvalScratch};
 use crate::rules::backtrack::{BacktrackScratch, Program};
-use crate::rules::literal::{LiteralAutomaton, RequiredByte};
+use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
@@ -423,7 +423,7 @@ impl RuleSet {
                 _ => target.as_slice(),
             };
             let max = state.max_hits(check.rule);
-            let hopeless = cannot_hold(check.required_byte.as_ref(), check.room, text);
+            let hopeless = check.needs.rule_out(text, || longest_line(text));
             let n = match &check.test {
                 HeaderCheckTest::Exists => u32::from(present),
                 HeaderCheckTest::Matches(_) if hopeless => 0,
@@ -448,7 +448,7 @@ impl RuleSet {
                     if max > 0 {
                         let started = probe.now();
                         let value = if check.raw { h.raw } else { h.decoded };
-                        let hopeless = cannot_hold(check.required_byte.as_ref(), check.room, value);
+                        let hopeless = check.needs.rule_out(value, || longest_line(value));
                         let n = if hopeless { 0 } else { count_matches(&check.matcher, value, max, engines) };
                         state.add(check.rule, n);
                         probe.spent(Cost::Rule(check.rule), started);
@@ -672,11 +672,17 @@ impl LineScratch<'_> {
         advance_epoch(&mut self.epoch, &mut [&mut *self.literal_epoch, &mut *self.pattern_epoch])
     }
 
-    /// Whether pattern `p` of `program` has no room in `text`, the text of this pass.
-    fn no_room(&mut self, program: &TargetProgram, p: u32, text: &[u8]) -> bool {
-        let Some(room) = program.pattern_room.get(p as usize) else { return false };
+    /// Whether `text`, the text of this pass, has no room for a match taking `room`.
+    fn no_room(&mut self, room: MatchRoom, text: &[u8]) -> bool {
         let known = &mut self.longest_line;
         room.rules_out(text, || *known.get_or_insert_with(|| longest_line(text)))
+    }
+
+    /// Whether pattern `p` of `program` cannot match in `text`, the text of this pass.
+    fn cannot_hold(&mut self, program: &TargetProgram, p: u32, text: &[u8]) -> bool {
+        let Some(needs) = program.pattern_needs.get(p as usize) else { return false };
+        let known = &mut self.longest_line;
+        needs.rule_out(text, || *known.get_or_insert_with(|| longest_line(text)))
     }
 }
 
@@ -925,7 +931,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             continue;
         };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if s.no_room(program, p, text) {
+        if s.cannot_hold(program, p, text) {
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
@@ -954,7 +960,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     // Where a union's pass starts: a union of one whose member needs a byte starts at
     // the line of its first, and has nothing to find without it.
     let start_of = |u: &Union| match u.members.as_slice() {
-        &[p] => match program.pattern_required_byte.get(p as usize).and_then(Option::as_ref) {
+        &[p] => match program.pattern_needs.get(p as usize).and_then(|needs| needs.byte.as_ref()) {
             Some(byte) => byte.find(text).map(|at| line_start(text, at)),
             None => Some(0),
         },
@@ -1031,14 +1037,14 @@ fn take_union(
 /// before which it cannot match.
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
-    let Some(pattern) = program.patterns.get(p as usize) else { return };
-    if s.no_room(program, p, text) {
+    let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
+    if s.no_room(needs.room, text) {
         probe.spent(Cost::Rule(pattern.rule), started);
         return;
     }
     // No match starts before the line of the first byte every match needs.
-    let from = match program.pattern_required_byte.get(p as usize) {
-        Some(Some(byte)) => match text.get(from..).and_then(|rest| byte.find(rest)) {
+    let from = match &needs.byte {
+        Some(byte) => match text.get(from..).and_then(|rest| byte.find(rest)) {
             Some(at) => line_start(text, from + at),
             None => {
                 probe.spent(Cost::Rule(pattern.rule), started);
@@ -1065,7 +1071,7 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if lacks(program.pattern_required_byte.get(p as usize).and_then(Option::as_ref), text) || s.no_room(program, p, text) {
+        if s.cannot_hold(program, p, text) {
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
@@ -1080,18 +1086,6 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
-}
-
-/// Whether `text` lacks every byte one of which each match of a pattern needs: the
-/// pattern cannot match it.
-fn lacks(required: Option<&RequiredByte>, text: &[u8]) -> bool {
-    required.is_some_and(|byte| byte.find(text).is_none())
-}
-
-/// Whether a header or MIME header `text` cannot hold a match of a pattern: it lacks
-/// the byte every match needs, or has no room for one.
-fn cannot_hold(required: Option<&RequiredByte>, room: MatchRoom, text: &[u8]) -> bool {
-    lacks(required, text) || room.rules_out(text, || longest_line(text))
 }
 
 fn line_start(text: &[u8], pos: usize) -> usize {
@@ -1202,6 +1196,7 @@ fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Op
 mod tests {
     use super::*;
     use crate::rules::cf::parse_str;
+    use crate::rules::literal::RequiredByte;
         use alloc::string::String;
     use alloc::vec::Vec;
 
@@ -1361,8 +1356,8 @@ mod tests {
         // The rules above that skip texts do so for a byte they require.
         let config = parse_str("test.cf", "body B /\\w!\\s/\nheader H X-Note !~ /\\w!/\n").expect("rules parse");
         let set = RuleSet::compile(&config).expect("rules compile");
-        assert_eq!(set.body.pattern_required_byte, [Some(RequiredByte::AnyOf(alloc::vec![b'!']))]);
-        assert!(set.headers.iter().all(|h| h.required_byte.is_some()));
+        assert_eq!(set.body.pattern_needs.iter().map(|n| n.byte.clone()).collect::<Vec<_>>(), [Some(RequiredByte::AnyOf(alloc::vec![b'!']))]);
+        assert!(set.headers.iter().all(|h| h.needs.byte.is_some()));
     }
 
     #[test]
@@ -1395,8 +1390,8 @@ mod tests {
         // and backtracked header patterns, one whose screen opens its `{20}` to `+`.
         let rules = "full F /^x{91}/m\nheader H X-List =~ /(?:,[^,]{1,90}){4}(?!z)/\nheader H2 X-List =~ /(?:,[^,]{1,90}){20}(?!z)/\n";
         let set = RuleSet::compile(&parse_str("test.cf", rules).expect("rules parse")).expect("rules compile");
-        assert_eq!(set.full.pattern_room, [MatchRoom { len: 91, one_line: true }]);
-        assert_eq!(set.headers.iter().map(|h| h.room.len).collect::<Vec<_>>(), [8, 40]);
+        assert_eq!(set.full.pattern_needs.iter().map(|n| n.room).collect::<Vec<_>>(), [MatchRoom { len: 91, one_line: true }]);
+        assert_eq!(set.headers.iter().map(|h| h.needs.room.len).collect::<Vec<_>>(), [8, 40]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use regex_automata::util::prefilter::Prefilter;
 use regex_automata::util::primitives::StateID;
 
 use super::backtrack::{Backtrack, Program};
-use super::compile::{fast_prefilter, MatchRoom, AUTOMATA_REVISION};
+use super::compile::{fast_prefilter, MatchNeeds, MatchRoom, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
 use super::literal::{Required, RequiredByte};
 use super::repeat::Openings;
@@ -65,8 +65,7 @@ struct Entry {
     /// When it repeats: the openings of `nfa`'s matches (`Openings::write_image`).
     openings: Option<Stored>,
     required: Option<Required>,
-    required_byte: Option<RequiredByte>,
-    room: MatchRoom,
+    needs: MatchNeeds,
     prefix: Option<Vec<Vec<u8>>>,
     /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
     /// `None`: they no longer rebuild.
@@ -91,10 +90,8 @@ pub(crate) struct Cached {
     pub(crate) openings: Option<Openings>,
     /// Its prefilter literals (see `literal::requirement`).
     pub(crate) required: Option<Required>,
-    /// Without those, a byte one of which every match holds.
-    pub(crate) required_byte: Option<RequiredByte>,
-    /// The room its matches take.
-    pub(crate) room: MatchRoom,
+    /// What a text needs to hold one of its matches.
+    pub(crate) needs: MatchNeeds,
     /// The search prefilter over the literals every match starts with.
     pub(crate) prefilter: Option<Prefilter>,
 }
@@ -113,8 +110,7 @@ pub(crate) struct EntryWork<'a> {
     image: &'a [u8],
     kept: Kept<'a>,
     required: &'a Option<Required>,
-    required_byte: &'a Option<RequiredByte>,
-    room: MatchRoom,
+    needs: &'a MatchNeeds,
     ready: &'a mut Option<Option<Cached>>,
     /// Index of the prefilter's job in the batch.
     prefilter_job: Option<usize>,
@@ -123,7 +119,7 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.required_byte, self.room));
+            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.needs));
         }
     }
 }
@@ -131,7 +127,7 @@ impl EntryWork<'_> {
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
     let kept = Kept { dfa: &entry.dfa, nfa: &entry.nfa, times: entry.times, openings: &entry.openings };
-    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.required_byte, entry.room)?;
+    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.needs)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
@@ -151,8 +147,7 @@ fn rebuild_automata(
     image: &[u8],
     kept: Kept<'_>,
     required: &Option<Required>,
-    required_byte: &Option<RequiredByte>,
-    room: MatchRoom,
+    needs: &MatchNeeds,
 ) -> Option<Cached> {
     let dfa = match kept.dfa {
         None => None,
@@ -166,8 +161,7 @@ fn rebuild_automata(
         times: kept.times,
         openings,
         required: required.clone(),
-        required_byte: required_byte.clone(),
-        room,
+        needs: needs.clone(),
         prefilter: None,
     })
 }
@@ -287,16 +281,16 @@ impl DfaCache {
             let flags = r.u32()?;
             let starts_match = flags & STARTS_MATCH != 0;
             let required = r.list()?.map(|literals| Required { literals, min_hits, starts_match });
-            let required_byte = match r.list()? {
+            let byte = match r.list()? {
                 Some(bytes) => bytes.into_iter().next().map(RequiredByte::AnyOf),
                 None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
             };
-            let room = MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0 };
+            let needs = MatchNeeds { byte, room: MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0 } };
             let prefix = r.list()?;
             let nfa = r.optional_bytes()?;
             let openings = r.optional_bytes()?;
             let times = (flags >> TIMES_SHIFT).max(1);
-            entries.insert(key, Entry { dfa, nfa, times, openings, required, required_byte, room, prefix, ready: None });
+            entries.insert(key, Entry { dfa, nfa, times, openings, required, needs, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -311,7 +305,7 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, times, openings, required, required_byte, room, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, times, openings, required, needs, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
@@ -319,7 +313,7 @@ impl DfaCache {
                 })
             });
             let kept = Kept { dfa, nfa, times: *times, openings };
-            rest.push(Job(Work::Entry(EntryWork { image, kept, required, required_byte, room: *room, ready, prefilter_job })));
+            rest.push(Job(Work::Entry(EntryWork { image, kept, required, needs, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -372,10 +366,10 @@ impl DfaCache {
             }
             out.extend_from_slice(&entry.required.as_ref().map_or(0, |r| r.min_hits).to_le_bytes());
             let mut flags = if entry.required.as_ref().is_some_and(|r| r.starts_match) { STARTS_MATCH } else { 0 };
-            if entry.required_byte == Some(RequiredByte::NonAscii) {
+            if entry.needs.byte == Some(RequiredByte::NonAscii) {
                 flags |= NON_ASCII;
             }
-            if entry.room.one_line {
+            if entry.needs.room.one_line {
                 flags |= ONE_LINE;
             }
             if entry.times > 1 {
@@ -383,11 +377,11 @@ impl DfaCache {
             }
             out.extend_from_slice(&flags.to_le_bytes());
             put_list(&mut out, entry.required.as_ref().map(|r| r.literals.as_slice()));
-            match &entry.required_byte {
+            match &entry.needs.byte {
                 Some(RequiredByte::AnyOf(bytes)) => put_list(&mut out, Some(core::slice::from_ref(bytes))),
                 _ => put_list(&mut out, None),
             }
-            out.extend_from_slice(&entry.room.len.to_le_bytes());
+            out.extend_from_slice(&entry.needs.room.len.to_le_bytes());
             put_list(&mut out, entry.prefix.as_deref());
             put_optional_bytes(&mut out, entry.nfa.as_ref().map(|stored| stored.bytes(image)));
             put_optional_bytes(&mut out, entry.openings.as_ref().map(|stored| stored.bytes(image)));
@@ -500,8 +494,7 @@ impl DfaCache {
         nfa: Option<(&thompson::NFA, u32)>,
         openings: Option<&Openings>,
         required: Option<&Required>,
-        required_byte: Option<&RequiredByte>,
-        room: MatchRoom,
+        needs: &MatchNeeds,
         prefix: Option<&[Vec<u8>]>,
     ) {
         let dfa = dfa.map(|d| {
@@ -518,8 +511,7 @@ impl DfaCache {
                 Stored::Owned(image)
             }),
             required: required.cloned(),
-            required_byte: required_byte.cloned(),
-            room,
+            needs: needs.clone(),
             prefix: prefix.map(<[_]>::to_vec),
             ready: None,
         };
@@ -915,10 +907,13 @@ mod tests {
         let part = regex_automata::hybrid::dfa::DFA::new("ab+c").expect("builds");
         let opens = Openings::of(&part).expect("openings");
         let (long, short) = (MatchRoom { len: 998, one_line: true }, MatchRoom { len: 3, one_line: false });
-        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), None, short, Some(&x));
-        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, None, long, None);
-        good.put(key(&[b"b"]), None, None, None, None, Some(&RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long, None);
-        good.put(key(&[b"n"]), None, None, None, None, Some(&RequiredByte::NonAscii), MatchRoom::default(), None);
+        let needs = |byte: Option<RequiredByte>, room| MatchNeeds { byte, room };
+        let bang = needs(Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long);
+        let non_ascii = needs(Some(RequiredByte::NonAscii), MatchRoom::default());
+        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), &needs(None, short), Some(&x));
+        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, &needs(None, long), None);
+        good.put(key(&[b"b"]), None, None, None, None, &bang, None);
+        good.put(key(&[b"n"]), None, None, None, None, &non_ascii, None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
         let mut shelf = good.lend_programs();
@@ -961,19 +956,18 @@ mod tests {
             }
             let a = read.get(&key(&[b"a"])).expect("entry a");
             let a_states = a.nfa.map(|n| n.states().to_vec());
-            assert_eq!((a.dfa.is_none(), a.required, a.required_byte, a.prefilter.is_some()), (true, required.clone(), None, true));
+            assert_eq!((a.dfa.is_none(), a.required, a.needs.byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
-            assert_eq!((a.times, a.openings, a.room), (1, None, short));
+            assert_eq!((a.times, a.openings, a.needs.room), (1, None, short));
             // A repeat's part comes back with its times and openings.
             let r = read.get(&key(&[b"r"])).expect("entry r");
             assert_eq!(r.openings.as_ref(), Some(&opens));
             assert_eq!((r.times, r.nfa.map(|n| n.states().to_vec()).as_deref() == Some(nfa("ab+c").states())), (5, true));
-            assert_eq!(r.room, long);
+            assert_eq!(r.needs.room, long);
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
-            assert_eq!((b.required_byte, b.room), (Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long));
-            let n = read.get(&key(&[b"n"])).map(|n| (n.required_byte, n.room));
-            assert_eq!(n, Some((Some(RequiredByte::NonAscii), MatchRoom::default())));
+            assert_eq!(b.needs, bang);
+            assert_eq!(read.get(&key(&[b"n"])).map(|n| n.needs), Some(non_ascii.clone()));
             assert!(read.get(&key(&[b"c"])).is_none());
             // The eval program is lent and found, not compiled again; another is compiled.
             let mut shelf = read.lend_programs();
@@ -1007,7 +1001,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, None, MatchRoom::default(), *needles);
+            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, &MatchNeeds::default(), *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

@@ -285,10 +285,8 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_min_hits: Vec<u32>,
     /// Pattern index → whether every match starts where one of its literals occurs.
     pub(crate) pattern_starts_match: Vec<bool>,
-    /// Pattern index → for an unfiltered pattern, a byte one of which every match holds.
-    pub(crate) pattern_required_byte: Vec<Option<literal::RequiredByte>>,
-    /// Pattern index → the room its matches take.
-    pub(crate) pattern_room: Vec<MatchRoom>,
+    /// Pattern index → what a text needs to hold one of its matches.
+    pub(crate) pattern_needs: Vec<MatchNeeds>,
     /// Patterns with no literal and in no union: always run.
     pub(crate) unfiltered: Vec<u32>,
     /// Unfiltered patterns searched together: only the members a union finds run.
@@ -310,9 +308,8 @@ pub(crate) struct HeaderCheck {
     pub(crate) if_unset: Option<String>,
     /// Literals (ids into the header prefilter) one of which must occur; empty: always run.
     pub(crate) literals: Vec<u32>,
-    /// For a pattern without literals: a byte one of which every match holds.
-    pub(crate) required_byte: Option<literal::RequiredByte>,
-    pub(crate) room: MatchRoom,
+    /// What the target needs to hold a match.
+    pub(crate) needs: MatchNeeds,
 }
 
 pub(crate) enum HeaderCheckTest {
@@ -328,9 +325,8 @@ pub(crate) struct MimeHeaderCheck {
     pub(crate) name: String,
     pub(crate) raw: bool,
     pub(crate) matcher: Matcher,
-    /// For a pattern without literals: a byte one of which every match holds.
-    pub(crate) required_byte: Option<literal::RequiredByte>,
-    pub(crate) room: MatchRoom,
+    /// What the target needs to hold a match.
+    pub(crate) needs: MatchNeeds,
 }
 
 /// Meta expressions as postfix programs.
@@ -441,9 +437,24 @@ pub(super) fn parse_hir(translated: &str) -> Result<Hir, String> {
 struct Built {
     matcher: Matcher,
     required: Option<literal::Required>,
-    /// For a pattern without required literals: a byte one of which every match holds.
-    required_byte: Option<literal::RequiredByte>,
-    room: MatchRoom,
+    needs: MatchNeeds,
+}
+
+/// What a text needs to hold a match of a pattern: a byte one of which every match
+/// holds (for a pattern without required literals, whose prefilter cannot tell), and
+/// room. A text that lacks either is not searched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct MatchNeeds {
+    pub(crate) byte: Option<literal::RequiredByte>,
+    pub(crate) room: MatchRoom,
+}
+
+impl MatchNeeds {
+    /// Whether `text` cannot hold a match: it lacks the byte, or the room
+    /// (`longest_line` measures its longest line, asked only when that decides).
+    pub(crate) fn rule_out(&self, text: &[u8], longest_line: impl FnOnce() -> usize) -> bool {
+        self.byte.as_ref().is_some_and(|byte| byte.find(text).is_none()) || self.room.rules_out(text, longest_line)
+    }
 }
 
 /// The room every match of a pattern takes: `len` bytes at least, all on one line
@@ -548,19 +559,19 @@ enum Lookup {
 fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Lookup, DisabledReason> {
     let Dense::Cached(c) = dense else { return Ok(Lookup::Unknown) };
     Ok(match c.get(key) {
-        Some(Cached { dfa: Some(mut dfa), required, required_byte, room, prefilter, .. }) => {
+        Some(Cached { dfa: Some(mut dfa), required, needs, prefilter, .. }) => {
             dfa.set_prefilter(prefilter);
-            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, required_byte, room })
+            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, needs })
         }
-        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, required_byte, room, .. }) if times > 1 => {
+        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, needs, .. }) if times > 1 => {
             match build_repeat(part, times, openings, lazy)? {
-                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, required_byte, room }),
+                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, needs }),
                 None => Lookup::TooBig,
             }
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, required_byte, room, prefilter, .. }) => {
+        Some(Cached { dfa: None, nfa: Some(nfa), required, needs, prefilter, .. }) => {
             let matcher = Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?);
-            Lookup::Found(Built { matcher, required, required_byte, room })
+            Lookup::Found(Built { matcher, required, needs })
         }
         Some(_) => Lookup::TooBig,
         None => Lookup::Unknown,
@@ -601,12 +612,12 @@ fn compile_matcher(
         _ => literal::requirement(&hir),
     };
     let anchored = required.as_ref().is_some_and(|r| r.starts_match);
-    let required_byte = if required.is_none() { literal::required_byte(&hir) } else { None };
+    let byte = if required.is_none() { literal::required_byte(&hir) } else { None };
     let searched = match span {
         Span::Whole | Span::Message => hir,
         Span::Lines | Span::LinesOnce => line_local(&hir, 0),
     };
-    let room = MatchRoom::of(&searched);
+    let needs = MatchNeeds { byte, room: MatchRoom::of(&searched) };
     // A line pattern behind prefilter literals runs only on the lines holding them: a
     // prefix prefilter saves little there, and costs a build at every start.
     let prefix = match (span, &required) {
@@ -631,14 +642,14 @@ fn compile_matcher(
             (None, None) => Some((&nfa, 1)),
         };
         let openings = repeat.as_ref().map(|(r, _)| &r.openings);
-        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), required_byte.as_ref(), room, prefix.as_deref());
+        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), &needs, prefix.as_deref());
     }
     let matcher = match (built, repeat) {
         (Some(dfa), _) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         (None, Some((r, _))) => Matcher::Repeat(alloc::boxed::Box::new(r)),
         (None, None) => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
     };
-    Ok(Built { matcher, required, required_byte, room })
+    Ok(Built { matcher, required, needs })
 }
 
 /// Most pairs of bytes (of 65,536) the part of a [`Repeat`] may start with. Its chain
@@ -1186,25 +1197,24 @@ impl RuleSet {
                 program.pattern_literals.push(own);
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
-                program.pattern_required_byte.push(built.required_byte);
-                program.pattern_room.push(built.room);
+                program.pattern_needs.push(built.needs);
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
                 Ok(())
             }
             RuleKind::Header(h) => {
-                let (test, literals, required_byte, room) = match &h.test {
-                    HeaderTest::Exists => (HeaderCheckTest::Exists, None, None, MatchRoom::default()),
+                let (test, literals, needs) = match &h.test {
+                    HeaderTest::Exists => (HeaderCheckTest::Exists, None, MatchNeeds::default()),
                     HeaderTest::Matches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         let literals = built.required.map(|r| r.literals);
-                        (HeaderCheckTest::Matches(built.matcher), literals, built.required_byte, built.room)
+                        (HeaderCheckTest::Matches(built.matcher), literals, built.needs)
                     }
                     HeaderTest::NotMatches(p) => {
                         let built = self.build_pattern(p, Span::Whole, dense)?;
                         self.note_matcher(RuleType::Header, &built);
                         // A negated test must run whether or not its literals occur.
-                        (HeaderCheckTest::NotMatches(built.matcher), None, built.required_byte, built.room)
+                        (HeaderCheckTest::NotMatches(built.matcher), None, built.needs)
                     }
                 };
                 if !active {
@@ -1236,8 +1246,7 @@ impl RuleSet {
                     test,
                     if_unset: h.if_unset.clone(),
                     literals: literal_ids,
-                    required_byte,
-                    room,
+                    needs,
                 });
                 Ok(())
             }
@@ -1250,8 +1259,7 @@ impl RuleSet {
                         name: name.to_ascii_lowercase(),
                         raw: *raw,
                         matcher: built.matcher,
-                        required_byte: built.required_byte,
-                        room: built.room,
+                        needs: built.needs,
                     });
                 }
                 Ok(())
@@ -1340,14 +1348,14 @@ impl RuleSet {
     fn confirmed(&mut self, screen: Built, bt: Backtrack) -> Built {
         let index = self.programs.len() as u32;
         // The screen may be looser (`{50}` opened to `+`); the program knows the shortest match.
-        let room = MatchRoom { len: screen.room.len.max(bt.program.min_len()), ..screen.room };
+        let mut needs = screen.needs;
+        needs.room.len = needs.room.len.max(bt.program.min_len());
         self.programs.push(bt.program);
         self.program_relaxed.push(bt.relaxed);
         Built {
             matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index },
             required: screen.required,
-            required_byte: screen.required_byte,
-            room,
+            needs,
         }
     }
 

@@ -17,7 +17,7 @@ use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, MatchRoom, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::{Config, RuleKind};
 
@@ -652,7 +652,7 @@ impl UnionPlan {
                     Some(Grouped::Lazy(nfa)) => (None, Some((nfa, 1))),
                     None => (None, None),
                 };
-                cache.put(group_key(list, groups.len()), dfa, nfa, None, None, None, MatchRoom::default(), None);
+                cache.put(group_key(list, groups.len()), dfa, nfa, None, None, &MatchNeeds::default(), None);
             }
             groups.push(group);
         }
