@@ -134,6 +134,11 @@ impl Span {
         let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         Span { src, start: clamp(start), end: clamp(end.max(start)) }
     }
+
+    /// Bytes the span covers.
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
 }
 
 /// What kind of node a MIME part is.
@@ -416,7 +421,13 @@ impl MessageBuffers {
 /// The last of `list` whose name (read with `bytes`) is `name`, ignoring ASCII case:
 /// only names are read, from the end.
 fn last_named<'r>(list: &'r [header::HeaderRec], name: &[u8], bytes: impl Fn(Span) -> &'r [u8]) -> Option<&'r header::HeaderRec> {
-    list.iter().rev().find(|h| bytes(h.name).eq_ignore_ascii_case(name))
+    list.iter().rev().find(|h| is_named(h, name, &bytes))
+}
+
+/// Whether header `h` is called `name` (case-insensitive): lengths first, so most
+/// headers are told apart without reading their names.
+fn is_named<'r>(h: &header::HeaderRec, name: &[u8], bytes: impl Fn(Span) -> &'r [u8]) -> bool {
+    h.name.len() == name.len() && bytes(h.name).eq_ignore_ascii_case(name)
 }
 
 /// One header field of a message or MIME part.
@@ -460,7 +471,7 @@ impl<'a> Message<'a> {
         'a: 'n,
     {
         let (bufs, raw) = (self.bufs, self.raw);
-        bufs.headers.iter().filter(move |h| bufs.bytes(raw, h.name).eq_ignore_ascii_case(name)).map(move |h| bufs.header(raw, h))
+        bufs.headers.iter().filter(move |h| is_named(h, name, |span| bufs.bytes(raw, span))).map(move |h| bufs.header(raw, h))
     }
 
     /// The last top-level header called `name` (case-insensitive), as SpamAssassin's
