@@ -935,6 +935,13 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
+        if let Some(exact) = &pattern.exact {
+            // Its matches are its literals' occurrences, which lie in these lines.
+            let lines = line_start(text, first as usize)..line_end(text, last as usize);
+            state.add(pattern.rule, exact.count(text.get(lines).unwrap_or_default(), state.max_hits(pattern.rule)));
+            probe.spent(Cost::Rule(pattern.rule), started);
+            continue;
+        }
         if candidate_lines(program, p, text, s) {
             // Only lines holding one of its literals can match.
             for j in 0..s.starts.len() {
@@ -1053,7 +1060,12 @@ fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, sta
         },
         _ => from,
     };
-    let n = count_in_lines(&pattern.matcher, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
+    let lines = text.get(from..).unwrap_or_default();
+    let max = state.max_hits(pattern.rule);
+    let n = match &pattern.exact {
+        Some(exact) => exact.count(lines, max),
+        None => count_in_lines(&pattern.matcher, lines, max, &mut s.engines),
+    };
     state.add(pattern.rule, n);
     probe.spent(Cost::Rule(pattern.rule), started);
 }

@@ -270,6 +270,9 @@ pub(crate) enum Matcher {
 pub(crate) struct CompiledPattern {
     pub(crate) rule: u32,
     pub(crate) matcher: Matcher,
+    /// For a line pattern counting many hits that is only a few literals: they count
+    /// its matches without the matcher.
+    pub(crate) exact: Option<alloc::boxed::Box<literal::ExactLiterals>>,
 }
 
 /// The patterns of one target (body, rawbody, full or uri) with their prefilter.
@@ -1198,7 +1201,11 @@ impl RuleSet {
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_needs.push(built.needs);
-                program.patterns.push(CompiledPattern { rule, matcher: built.matcher });
+                let exact = match (span, p.translated()) {
+                    (Span::Lines, Ok(t)) => parse_hir(&t).ok().and_then(|hir| literal::ExactLiterals::of(&hir)).map(alloc::boxed::Box::new),
+                    _ => None,
+                };
+                program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact });
                 Ok(())
             }
             RuleKind::Header(h) => {

@@ -12,9 +12,11 @@ use regex_syntax::hir::{Capture, Class, ClassBytes, ClassBytesRange, ClassUnicod
 use super::backtrack::ByteSet;
 
 mod compact;
+mod exact;
 mod halves;
 
 pub(crate) use compact::CompactDfa;
+pub(crate) use exact::ExactLiterals;
 
 /// A prefilter table's automaton over its literals, ASCII case ignored: a compact DFA
 /// when the table is small enough, else the crate's contiguous NFA (shared by all
