@@ -404,6 +404,16 @@ enum Inst {
         loop_pc: u32,
         body_first: u16,
     },
+    /// In place of a loop's `RepeatStart`: a greedy loop whose body is two runs of
+    /// disjoint classes, each taken whole (`(?:[^\n]{1,100}\n+)*`, lines). The loop
+    /// it stands for follows (its runs at `pc + 3` and `pc + 4`, its end at
+    /// `exit - 1`). Its turns are walked with no frame each, and given back to ends
+    /// where what follows can begin.
+    Runs {
+        min: u16,
+        max: u16,
+        exit: u32,
+    },
     /// A referenced capture group opens / closes.
     Open(u16),
     Close(u16),
@@ -757,6 +767,13 @@ enum Frame {
     },
     /// A greedy `Repeat` at `pc` may give bytes back down to `min`.
     GiveBack {
+        pc: u32,
+        min: u32,
+        pos: u32,
+    },
+    /// The `Runs` loop at `pc` may give back turns from its end at `pos` down to
+    /// `min`, where its least turns end.
+    RunsBack {
         pc: u32,
         min: u32,
         pos: u32,
@@ -1392,6 +1409,7 @@ impl Vm<'_, '_, '_> {
                 self.set_counter(counter, 0, NONE)?;
                 Next::Go(next, pos)
             }
+            Inst::Runs { min, max, exit } => self.runs(pc, pos, u32::from(min), wide(max), exit)?,
             Inst::RepeatLoop { counter, min, max, greedy, exit } => {
                 let (min, max) = (u32::from(min), wide(max));
                 let c = self.counter(counter);
@@ -1560,6 +1578,87 @@ impl Vm<'_, '_, '_> {
         }
     }
 
+    /// Enters the [`Inst::Runs`] loop at `pc` at `pos`: takes as many turns as it can
+    /// (at most `max`), then goes on at `exit` from the last end where what follows
+    /// can begin, a frame keeping the ends before it down to the end of `min` turns.
+    fn runs(&mut self, pc: u32, pos: u32, min: u32, max: u32, exit: u32) -> Result<Next, Undecided> {
+        let (mut at, mut turns, mut least) = (pos, 0u32, pos);
+        while turns < max {
+            let Some(end) = self.turn(pc, at)? else { break };
+            at = end;
+            turns += 1;
+            if turns == min {
+                least = at;
+            }
+        }
+        if turns < min {
+            return Ok(Next::Fail);
+        }
+        Ok(match self.runs_stop(pc, exit, least, at)? {
+            Some(c) => Next::Go(exit, c),
+            None => Next::Fail,
+        })
+    }
+
+    /// Where a turn of the `Runs` loop at `pc` from `at` ends: its first run, then its
+    /// second, each taken whole within its bounds; `None` when one falls short.
+    fn turn(&mut self, pc: u32, at: u32) -> Result<Option<u32>, Undecided> {
+        let insts = (self.prog.insts.get(pc as usize + 3), self.prog.insts.get(pc as usize + 4));
+        let (Some(&Inst::Repeat { class: a, min: a_min, max: a_max, .. }), Some(&Inst::Repeat { class: b, min: b_min, max: b_max, .. })) = insts
+        else {
+            return Ok(None);
+        };
+        let mut end = at;
+        for (class, min, max) in [(a, a_min, a_max), (b, b_min, b_max)] {
+            let limit = end + wide(max).min(self.len - end);
+            let n = self.run_len(class, self.hay.get(end as usize..limit as usize).unwrap_or(&[])) as u32;
+            self.tick(n.max(1))?;
+            if n < u32::from(min) {
+                return Ok(None);
+            }
+            end += n;
+        }
+        Ok(Some(end))
+    }
+
+    /// The end of the turn of the `Runs` loop at `pc` before the one ending at `pos`,
+    /// no earlier than `lo` (an end): back over the turn's second run, then its first.
+    fn turn_before(&self, pc: u32, lo: u32, pos: u32) -> u32 {
+        let insts = (self.prog.insts.get(pc as usize + 3), self.prog.insts.get(pc as usize + 4));
+        let (Some(&Inst::Repeat { class: a, .. }), Some(&Inst::Repeat { class: b, .. })) = insts else { return lo };
+        let turn = self.hay.get(lo as usize..pos as usize).unwrap_or(&[]);
+        let second = self.class(b);
+        let first_end = turn.iter().rposition(|&x| !second.contains(x)).map_or(0, |i| i + 1);
+        let first_run = turn.get(..first_end).unwrap_or(&[]);
+        let outside = match self.class_scan(a).outside.rfind(first_run) {
+            Ok(found) => found,
+            Err(()) => {
+                let set = self.class(a);
+                first_run.iter().rposition(|&x| !set.contains(x))
+            }
+        };
+        lo + outside.map_or(0, |i| i as u32 + 1)
+    }
+
+    /// The last end of a turn of the `Runs` loop at `pc` in `lo..=hi` (ends both)
+    /// where the instructions at `exit` can go on, a frame keeping the ends before it.
+    fn runs_stop(&mut self, pc: u32, exit: u32, lo: u32, hi: u32) -> Result<Option<u32>, Undecided> {
+        let mut c = hi;
+        loop {
+            if self.tail_matches(exit, c)? {
+                if c > lo {
+                    self.push(Frame::RunsBack { pc, min: lo, pos: c })?;
+                }
+                return Ok(Some(c));
+            }
+            self.tick(1)?;
+            if c <= lo {
+                return Ok(None);
+            }
+            c = self.turn_before(pc, lo, c);
+        }
+    }
+
     fn counter(&self, c: u16) -> CounterSlots {
         self.s.counters.get(usize::from(c)).copied().unwrap_or(CounterSlots { count: 0, start: NONE })
     }
@@ -1622,6 +1721,15 @@ impl Vm<'_, '_, '_> {
                             return Ok(Some((pc + 1, c)));
                         }
                         None => self.tick(pos - min)?,
+                    }
+                }
+                Frame::RunsBack { pc, min, pos } => {
+                    let Some(&Inst::Runs { exit, .. }) = self.prog.insts.get(pc as usize) else { continue };
+                    if pos > min {
+                        let before = self.turn_before(pc, min, pos);
+                        if let Some(c) = self.runs_stop(pc, exit, min, before)? {
+                            return Ok(Some((exit, c)));
+                        }
                     }
                 }
                 Frame::TakeMore { pc, pos, count } => {
@@ -1896,6 +2004,7 @@ fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, Back
     c.compile(hir, 0)?;
     c.push(Inst::Match)?;
     c.fill_follow();
+    c.fill_runs();
     let (nullable, first) = first_bytes(hir, 0);
     let anchor = anchor(hir, 0);
     let (prefix_pc, prefix_len, scan) = c.prefix(anchor);
@@ -2181,6 +2290,27 @@ impl Compiler<'_, '_> {
         }
     }
 
+    /// Marks the loops [`Inst::Runs`] walks: greedy, their body two single-byte repeats
+    /// of disjoint classes, each at least one byte and taken whole (possessive, as
+    /// `fill_follow` found: no byte of a run can begin what follows it).
+    fn fill_runs(&mut self) {
+        for pc in 0..self.insts.len() {
+            let Some(loop_insts) = self.insts.get(pc..pc + 6) else { break };
+            let &[Inst::RepeatStart { counter }, Inst::RepeatLoop { counter: head, min, max, greedy: true, exit }, Inst::RepeatEnter { .. }, Inst::Repeat { class: a, min: a_min, possessive: true, .. }, Inst::Repeat { class: b, min: b_min, possessive: true, .. }, Inst::RepeatEnd { loop_pc, .. }] =
+                loop_insts
+            else {
+                continue;
+            };
+            let class = |c: u16| self.classes.get(usize::from(c)).copied();
+            let disjoint = matches!((class(a), class(b)), (Some(x), Some(y)) if x.intersect(y).count() == 0);
+            if counter == head && loop_pc as usize == pc + 1 && exit as usize == pc + 6 && a_min > 0 && b_min > 0 && disjoint {
+                if let Some(slot) = self.insts.get_mut(pc) {
+                    *slot = Inst::Runs { min, max, exit };
+                }
+            }
+        }
+    }
+
     /// The class the body of the loop at `loop_pc` begins with, when the loop must go
     /// round more than once (`(?:,[^,]{1,90}){50}`): until it has, a repeat that ends
     /// the body can only be followed by that (see `Vm::follow_now`).
@@ -2260,7 +2390,7 @@ impl Compiler<'_, '_> {
                 }
             }
             Inst::Jump(to) => self.first_at(to as usize, fuel),
-            Inst::Open(_) | Inst::Close(_) | Inst::Look(_) | Inst::RepeatStart { .. } => self.first_at(pc + 1, fuel),
+            Inst::Open(_) | Inst::Close(_) | Inst::Look(_) | Inst::RepeatStart { .. } | Inst::Runs { .. } => self.first_at(pc + 1, fuel),
             Inst::Split { first, second, .. } => {
                 Some(self.first_at(first as usize, fuel)?.union(self.first_at(second as usize, fuel)?))
             }
@@ -3186,6 +3316,62 @@ mod tests {
                 matched += usize::from(count > 0);
             }
             assert!(matched > 50, "{pattern}: {matched} of 3000 match");
+        }
+    }
+
+    #[test]
+    fn runs_keep_every_match_table() {
+        // Loops walked as runs, each against the same program running them as loops.
+        let cases: &[(&str, &[&str])] = &[
+            (r"/(\w+)\n(?:[^\n]{1,5}\n+)*T: \1/", &["ab", "a", "T: ", "\n", "\n\n", "b", " "]),
+            (r"/a(?:[^\n]+\n+)*^b/m", &["a", "b", "\n", "c", "\n\n"]),
+            (r"/(?:[^\n]{1,3}\n+){2,4}x/", &["a", "x", "\n", "ab", "\n\n", "abcd"]),
+            (r"/(?:[ab]+c+)*d/", &["a", "b", "c", "d", "e"]),
+            (r"/q(?:[^\n]{2}\n{1,2})*z/", &["q", "ab", "\n", "\n\n\n", "a", "z"]),
+            (r"/(?i:from: )(\S+)\n(?:[^\n]{1,9}\n+)*to: \1[\n,]/", &["From: ab\n", "from: a\n", "to: ab,", "TO: a\n", "to: abc\n", "xy\n", "\n", "a"]),
+        ];
+        let mut random = crate::rules::Xorshift(0x5eed_4321);
+        let mut next = |n: usize| random.below(n);
+        let mut scratch = BacktrackScratch::default();
+        for (pattern, tokens) in cases {
+            let with = program(pattern).program;
+            let mut without = with.clone();
+            let mut runs = 0;
+            for pc in 0..without.insts.len() {
+                let head = without.insts.get(pc + 1).copied();
+                if let (Some(Inst::Runs { .. }), Some(Inst::RepeatLoop { counter, .. })) = (without.insts.get_mut(pc), head) {
+                    without.insts[pc] = Inst::RepeatStart { counter };
+                    runs += 1;
+                }
+            }
+            assert!(runs > 0, "{pattern}: no loop walked as runs");
+            let mut matched = 0;
+            for _ in 0..3000 {
+                let len = next(24);
+                let text: Vec<u8> = (0..len).flat_map(|_| tokens.get(next(tokens.len())).map_or(&b""[..], |t| t.as_bytes())).copied().collect();
+                let shown = String::from_utf8_lossy(&text);
+                let want = without.find_at(&text, 0, &mut scratch);
+                assert_eq!(with.find_at(&text, 0, &mut scratch), want, "{pattern} on {shown:?}");
+                let count = without.count_matches(&text, 5, &mut scratch).count;
+                assert_eq!(with.count_matches(&text, 5, &mut scratch).count, count, "{pattern} on {shown:?}");
+                matched += usize::from(count > 0);
+            }
+            assert!(matched > 50, "{pattern}: {matched} of 3000 match");
+        }
+        // A turn given back whose rest fails gives back the turn before it.
+        type Row<'a> = (&'a str, &'a [u8], Option<(usize, usize)>);
+        let rows: &[Row<'_>] = &[
+            (r"/(\w+)\n(?:[^\n]{1,5}\n+)*T: \1/", b"ab\nT: ab\nT: x\n", Some((0, 8))),
+            (r"/(\w+)\n(?:[^\n]{1,7}\n+)*T: \w*\1;/", b"ab\nT: xab;\n\nT: x\n", Some((0, 10))),
+            (r"/(?:[^\n]{1,3}\n+){2,4}x/", b"a\nb\nxc\nd\n", Some((0, 5))),
+        ];
+        for (pattern, text, want) in rows {
+            assert_eq!(program(pattern).program.find_at(text, 0, &mut scratch), Ok(*want), "{pattern}");
+        }
+        // Loops that are not two whole runs stay loops.
+        for pattern in [r"/(?:[^\n]+\n+)*\n/", r"/(?:[^\n]{2}\n+)*$/", r"/(?:[^\n]+\n+)*?x/", r"/(?:[a-c]+[b-d]+)*x/", r"/(?:[a-c]++[b-d]++)*x/", r"/(?:[^\n]*\n+)*x/", r"/(?:a+(b)+)*x\1/"] {
+            let runs = program(pattern).program.insts.iter().filter(|i| matches!(i, Inst::Runs { .. })).count();
+            assert_eq!(runs, 0, "{pattern}");
         }
     }
 

@@ -24,7 +24,7 @@ use super::repeat::Openings;
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 14;
+const FORMAT: u32 = 15;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
@@ -922,7 +922,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x0e\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x0f\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -938,7 +938,7 @@ mod tests {
             (b"", Err(CacheError::Truncated)),
             (b"NOTADFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
             (b"SIFTDFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::Version(10))),
-            (b"SIFTDFA\0\x0e\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"SIFTDFA\0\x0f\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),

@@ -157,6 +157,7 @@ impl Program {
             Inst::Repeat { class: c, follow, .. } => class(c) && guard(follow),
             Inst::RepeatStart { counter: c } | Inst::RepeatEnter { counter: c } => counter(c),
             Inst::RepeatLoop { counter: c, exit, .. } => counter(c) && pc(exit),
+            Inst::Runs { exit, .. } => pc(exit),
             Inst::RepeatEnd { counter: c, loop_pc, body_first } => counter(c) && pc(loop_pc) && guard(body_first),
             Inst::Open(s) | Inst::Close(s) | Inst::Backref { slot: s, .. } => slot(s),
             Inst::LookStart { end, .. } => pc(end),
@@ -309,6 +310,12 @@ impl Writer<'_> {
             Inst::LookEnd => self.u8(16),
             Inst::AtomicStart => self.u8(17),
             Inst::AtomicEnd => self.u8(18),
+            Inst::Runs { min, max, exit } => {
+                self.u8(19);
+                self.u16(min);
+                self.u16(max);
+                self.u32(exit);
+            }
         }
     }
 }
@@ -407,6 +414,7 @@ impl<'a> Reader<'a> {
             16 => Inst::LookEnd,
             17 => Inst::AtomicStart,
             18 => Inst::AtomicEnd,
+            19 => Inst::Runs { min: self.u16()?, max: self.u16()?, exit: self.u32()? },
             _ => return None,
         })
     }
@@ -431,6 +439,7 @@ mod tests {
             r"/(?!foo)\w{3}$/",
             r"/[a-r]x|q/",
             r"/(?:,[^,]{1,90}){50}/",
+            r"/From: (\w+)\n(?:[^\n]{1,100}\n+)*To: \1/i",
         ];
         for pattern in patterns {
             let Ok(compiled) = perl::backtrack(pattern) else { panic!("{pattern} does not compile") };
@@ -441,6 +450,8 @@ mod tests {
             assert_eq!(read.program.insts, compiled.program.insts, "{pattern}");
             let body_first = compiled.program.insts.iter().any(|i| matches!(i, Inst::RepeatEnd { body_first, .. } if *body_first != NO_CLASS));
             assert_eq!(body_first, pattern.ends_with("{50}/"), "{pattern}");
+            let runs = compiled.program.insts.iter().any(|i| matches!(i, Inst::Runs { .. }));
+            assert_eq!(runs, pattern.contains(r"\n+)*"), "{pattern}");
             assert_eq!(read.program.classes, compiled.program.classes, "{pattern}");
             assert_eq!(read.program.class_scans, compiled.program.class_scans, "{pattern}");
             assert_eq!(read.program.pairs, compiled.program.pairs, "{pattern}");
