@@ -3291,8 +3291,6 @@ mod tests {
             (r"/(?:(?:,[^,]{1,2}){2};){2}/", &[",a", ",ab", ";", ","]),
         ];
         let mut random = crate::rules::Xorshift(0x5eed_1234);
-        let mut next = |n: usize| random.below(n);
-        let mut scratch = BacktrackScratch::default();
         for (pattern, tokens) in cases {
             let with = program(pattern).program;
             let mut without = with.clone();
@@ -3304,19 +3302,27 @@ mod tests {
                 }
             }
             assert!(classes > 0, "{pattern}: no loop end notes its body's class");
-            let mut matched = 0;
-            for _ in 0..3000 {
-                let len = next(16);
-                let text: Vec<u8> = (0..len).flat_map(|_| tokens.get(next(tokens.len())).map_or(&b""[..], |t| t.as_bytes())).copied().collect();
-                let shown = String::from_utf8_lossy(&text);
-                let want = without.find_at(&text, 0, &mut scratch);
-                assert_eq!(with.find_at(&text, 0, &mut scratch), want, "{pattern} on {shown:?}");
-                let count = without.count_matches(&text, 5, &mut scratch).count;
-                assert_eq!(with.count_matches(&text, 5, &mut scratch).count, count, "{pattern} on {shown:?}");
-                matched += usize::from(count > 0);
-            }
-            assert!(matched > 50, "{pattern}: {matched} of 3000 match");
+            assert_same_matches(pattern, &with, &without, tokens, 16, &mut random);
         }
+    }
+
+    /// `with` and `without`, one pattern's program with and without a shortcut, give the
+    /// same leftmost match and count on 3,000 texts of up to `most` of `tokens` each, of
+    /// which more than 50 match.
+    fn assert_same_matches(pattern: &str, with: &Program, without: &Program, tokens: &[&str], most: usize, random: &mut crate::rules::Xorshift) {
+        let mut scratch = BacktrackScratch::default();
+        let mut matched = 0;
+        for _ in 0..3000 {
+            let len = random.below(most);
+            let text: Vec<u8> = (0..len).flat_map(|_| tokens.get(random.below(tokens.len())).map_or(&b""[..], |t| t.as_bytes())).copied().collect();
+            let shown = String::from_utf8_lossy(&text);
+            let want = without.find_at(&text, 0, &mut scratch);
+            assert_eq!(with.find_at(&text, 0, &mut scratch), want, "{pattern} on {shown:?}");
+            let count = without.count_matches(&text, 5, &mut scratch).count;
+            assert_eq!(with.count_matches(&text, 5, &mut scratch).count, count, "{pattern} on {shown:?}");
+            matched += usize::from(count > 0);
+        }
+        assert!(matched > 50, "{pattern}: {matched} of 3000 match");
     }
 
     #[test]
@@ -3331,7 +3337,6 @@ mod tests {
             (r"/(?i:from: )(\S+)\n(?:[^\n]{1,9}\n+)*to: \1[\n,]/", &["From: ab\n", "from: a\n", "to: ab,", "TO: a\n", "to: abc\n", "xy\n", "\n", "a"]),
         ];
         let mut random = crate::rules::Xorshift(0x5eed_4321);
-        let mut next = |n: usize| random.below(n);
         let mut scratch = BacktrackScratch::default();
         for (pattern, tokens) in cases {
             let with = program(pattern).program;
@@ -3345,18 +3350,7 @@ mod tests {
                 }
             }
             assert!(runs > 0, "{pattern}: no loop walked as runs");
-            let mut matched = 0;
-            for _ in 0..3000 {
-                let len = next(24);
-                let text: Vec<u8> = (0..len).flat_map(|_| tokens.get(next(tokens.len())).map_or(&b""[..], |t| t.as_bytes())).copied().collect();
-                let shown = String::from_utf8_lossy(&text);
-                let want = without.find_at(&text, 0, &mut scratch);
-                assert_eq!(with.find_at(&text, 0, &mut scratch), want, "{pattern} on {shown:?}");
-                let count = without.count_matches(&text, 5, &mut scratch).count;
-                assert_eq!(with.count_matches(&text, 5, &mut scratch).count, count, "{pattern} on {shown:?}");
-                matched += usize::from(count > 0);
-            }
-            assert!(matched > 50, "{pattern}: {matched} of 3000 match");
+            assert_same_matches(pattern, &with, &without, tokens, 24, &mut random);
         }
         // A turn given back whose rest fails gives back the turn before it.
         type Row<'a> = (&'a str, &'a [u8], Option<(usize, usize)>);
