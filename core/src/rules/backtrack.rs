@@ -712,6 +712,8 @@ fn openings(hir: &Hir, depth: usize) -> Openings {
 pub struct BacktrackScratch {
     stack: Vec<Frame>,
     stack_limit: usize,
+    /// Ends of `Runs` loops' turns still to give back to, each loop's above the last's.
+    ends: Vec<u32>,
     groups: Vec<GroupSlots>,
     counters: Vec<CounterSlots>,
     budget: u32,
@@ -771,12 +773,12 @@ enum Frame {
         min: u32,
         pos: u32,
     },
-    /// The `Runs` loop at `pc` may give back turns from its end at `pos` down to
-    /// `min`, where its least turns end.
+    /// A `Runs` loop, going on at `exit`, may give back to the ends its turns
+    /// left at `ends[base..top]` (the last first).
     RunsBack {
-        pc: u32,
-        min: u32,
-        pos: u32,
+        exit: u32,
+        base: u32,
+        top: u32,
     },
     /// A lazy `Repeat` at `pc` may take more, having taken `count`.
     TakeMore {
@@ -832,6 +834,7 @@ impl BacktrackScratch {
     pub fn with_limits(budget: u32, per_byte: u32, frames: usize) -> Self {
         BacktrackScratch {
             stack: Vec::with_capacity(frames),
+            ends: Vec::with_capacity(frames),
             stack_limit: frames,
             groups: Vec::new(),
             counters: Vec::new(),
@@ -1331,6 +1334,7 @@ impl Vm<'_, '_, '_> {
     /// One anchored attempt at `at`: the end of the match Perl would pick there.
     fn run(&mut self, at: u32) -> Result<Option<u32>, Undecided> {
         self.s.stack.clear();
+        self.s.ends.clear();
         self.top = NONE;
         for g in self.s.groups.iter_mut().take(self.prog.groups) {
             *g = GroupSlots::UNSET;
@@ -1579,22 +1583,33 @@ impl Vm<'_, '_, '_> {
     }
 
     /// Enters the [`Inst::Runs`] loop at `pc` at `pos`: takes as many turns as it can
-    /// (at most `max`), then goes on at `exit` from the last end where what follows
-    /// can begin, a frame keeping the ends before it down to the end of `min` turns.
+    /// (at most `max`), noting each end past the first `min` turns where the
+    /// instructions at `exit` can begin, then goes on there from the last of them; a
+    /// frame keeps the others.
     fn runs(&mut self, pc: u32, pos: u32, min: u32, max: u32, exit: u32) -> Result<Next, Undecided> {
-        let (mut at, mut turns, mut least) = (pos, 0u32, pos);
-        while turns < max {
+        let base = self.s.ends.len();
+        let (mut at, mut turns) = (pos, 0u32);
+        loop {
+            if turns >= min && self.tail_matches(exit, at)? {
+                if self.s.ends.len() >= self.s.stack_limit {
+                    return Err(Undecided::StackLimit);
+                }
+                self.s.ends.push(at);
+            }
+            if turns >= max {
+                break;
+            }
             let Some(end) = self.turn(pc, at)? else { break };
             at = end;
             turns += 1;
-            if turns == min {
-                least = at;
-            }
         }
         if turns < min {
+            self.s.ends.truncate(base);
             return Ok(Next::Fail);
         }
-        Ok(match self.runs_stop(pc, exit, least, at)? {
+        let base = u32::try_from(base).map_err(|_| Undecided::StackLimit)?;
+        let top = u32::try_from(self.s.ends.len()).map_err(|_| Undecided::StackLimit)?;
+        Ok(match self.runs_give_back(exit, base, top)? {
             Some(c) => Next::Go(exit, c),
             None => Next::Fail,
         })
@@ -1621,42 +1636,19 @@ impl Vm<'_, '_, '_> {
         Ok(Some(end))
     }
 
-    /// The end of the turn of the `Runs` loop at `pc` before the one ending at `pos`,
-    /// no earlier than `lo` (an end): back over the turn's second run, then its first.
-    fn turn_before(&self, pc: u32, lo: u32, pos: u32) -> u32 {
-        let insts = (self.prog.insts.get(pc as usize + 3), self.prog.insts.get(pc as usize + 4));
-        let (Some(&Inst::Repeat { class: a, .. }), Some(&Inst::Repeat { class: b, .. })) = insts else { return lo };
-        let turn = self.hay.get(lo as usize..pos as usize).unwrap_or(&[]);
-        let second = self.class(b);
-        let first_end = turn.iter().rposition(|&x| !second.contains(x)).map_or(0, |i| i + 1);
-        let first_run = turn.get(..first_end).unwrap_or(&[]);
-        let outside = match self.class_scan(a).outside.rfind(first_run) {
-            Ok(found) => found,
-            Err(()) => {
-                let set = self.class(a);
-                first_run.iter().rposition(|&x| !set.contains(x))
-            }
-        };
-        lo + outside.map_or(0, |i| i as u32 + 1)
-    }
-
-    /// The last end of a turn of the `Runs` loop at `pc` in `lo..=hi` (ends both)
-    /// where the instructions at `exit` can go on, a frame keeping the ends before it.
-    fn runs_stop(&mut self, pc: u32, exit: u32, lo: u32, hi: u32) -> Result<Option<u32>, Undecided> {
-        let mut c = hi;
-        loop {
-            if self.tail_matches(exit, c)? {
-                if c > lo {
-                    self.push(Frame::RunsBack { pc, min: lo, pos: c })?;
-                }
-                return Ok(Some(c));
-            }
-            self.tick(1)?;
-            if c <= lo {
-                return Ok(None);
-            }
-            c = self.turn_before(pc, lo, c);
+    /// The last of the ends `ends[base..top]` a `Runs` loop noted (dropping it and any
+    /// noted above it), a frame keeping the rest.
+    fn runs_give_back(&mut self, exit: u32, base: u32, top: u32) -> Result<Option<u32>, Undecided> {
+        if top <= base {
+            return Ok(None);
         }
+        let last = top - 1;
+        let c = self.s.ends.get(last as usize).copied();
+        self.s.ends.truncate(last as usize);
+        if last > base {
+            self.push(Frame::RunsBack { exit, base, top: last })?;
+        }
+        Ok(c)
     }
 
     fn counter(&self, c: u16) -> CounterSlots {
@@ -1723,13 +1715,9 @@ impl Vm<'_, '_, '_> {
                         None => self.tick(pos - min)?,
                     }
                 }
-                Frame::RunsBack { pc, min, pos } => {
-                    let Some(&Inst::Runs { exit, .. }) = self.prog.insts.get(pc as usize) else { continue };
-                    if pos > min {
-                        let before = self.turn_before(pc, min, pos);
-                        if let Some(c) = self.runs_stop(pc, exit, min, before)? {
-                            return Ok(Some((exit, c)));
-                        }
+                Frame::RunsBack { exit, base, top } => {
+                    if let Some(c) = self.runs_give_back(exit, base, top)? {
+                        return Ok(Some((exit, c)));
                     }
                 }
                 Frame::TakeMore { pc, pos, count } => {
