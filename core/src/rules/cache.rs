@@ -18,13 +18,13 @@ use regex_automata::util::primitives::StateID;
 use super::backtrack::{Backtrack, Program};
 use super::compile::{fast_prefilter, MatchNeeds, MatchRoom, AUTOMATA_REVISION};
 use super::jobs::{Job, Spread, Work};
-use super::literal::{Required, RequiredByte};
+use super::literal::{ExactLiterals, Required, RequiredByte};
 use super::repeat::Openings;
 
 /// First bytes of a cache image.
 const MAGIC: &[u8; 8] = b"SIFTDFA\0";
 /// Layout version of the image; a different one is ignored whole.
-const FORMAT: u32 = 15;
+const FORMAT: u32 = 16;
 /// Entry flag: every match of the pattern starts with one of its required literals.
 const STARTS_MATCH: u32 = 1;
 /// Entry flag: every match holds a byte above 0x7f.
@@ -66,6 +66,8 @@ struct Entry {
     openings: Option<Stored>,
     required: Option<Required>,
     needs: MatchNeeds,
+    /// The literals of [`Cached::exact`].
+    exact: Option<Vec<Vec<u8>>>,
     prefix: Option<Vec<Vec<u8>>>,
     /// Its automata rebuilt ahead of the compile by [`DfaCache::prepare`]; the inner
     /// `None`: they no longer rebuild.
@@ -92,6 +94,8 @@ pub(crate) struct Cached {
     pub(crate) required: Option<Required>,
     /// What a text needs to hold one of its matches.
     pub(crate) needs: MatchNeeds,
+    /// For a line pattern counting many hits: its literals, when it is only those.
+    pub(crate) exact: Option<alloc::boxed::Box<ExactLiterals>>,
     /// The search prefilter over the literals every match starts with.
     pub(crate) prefilter: Option<Prefilter>,
 }
@@ -111,6 +115,7 @@ pub(crate) struct EntryWork<'a> {
     kept: Kept<'a>,
     required: &'a Option<Required>,
     needs: &'a MatchNeeds,
+    exact: &'a Option<Vec<Vec<u8>>>,
     ready: &'a mut Option<Option<Cached>>,
     /// Index of the prefilter's job in the batch.
     prefilter_job: Option<usize>,
@@ -119,7 +124,7 @@ pub(crate) struct EntryWork<'a> {
 impl EntryWork<'_> {
     pub(crate) fn run(&mut self) {
         if self.ready.is_none() {
-            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.needs));
+            *self.ready = Some(rebuild_automata(self.image, self.kept, self.required, self.needs, self.exact));
         }
     }
 }
@@ -127,7 +132,7 @@ impl EntryWork<'_> {
 /// The automata `entry` keeps, rebuilt; `None` when its DFA no longer deserializes.
 fn rebuild(image: &[u8], entry: &Entry) -> Option<Cached> {
     let kept = Kept { dfa: &entry.dfa, nfa: &entry.nfa, times: entry.times, openings: &entry.openings };
-    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.needs)?;
+    let mut cached = rebuild_automata(image, kept, &entry.required, &entry.needs, &entry.exact)?;
     cached.prefilter = entry.prefix.as_deref().and_then(fast_prefilter);
     Some(cached)
 }
@@ -148,6 +153,7 @@ fn rebuild_automata(
     kept: Kept<'_>,
     required: &Option<Required>,
     needs: &MatchNeeds,
+    exact: &Option<Vec<Vec<u8>>>,
 ) -> Option<Cached> {
     let dfa = match kept.dfa {
         None => None,
@@ -162,6 +168,7 @@ fn rebuild_automata(
         openings,
         required: required.clone(),
         needs: needs.clone(),
+        exact: exact.clone().and_then(ExactLiterals::from_literals).map(alloc::boxed::Box::new),
         prefilter: None,
     })
 }
@@ -286,11 +293,12 @@ impl DfaCache {
                 None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
             };
             let needs = MatchNeeds { byte, room: MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0 } };
+            let exact = r.list()?;
             let prefix = r.list()?;
             let nfa = r.optional_bytes()?;
             let openings = r.optional_bytes()?;
             let times = (flags >> TIMES_SHIFT).max(1);
-            entries.insert(key, Entry { dfa, nfa, times, openings, required, needs, prefix, ready: None });
+            entries.insert(key, Entry { dfa, nfa, times, openings, required, needs, exact, prefix, ready: None });
         }
         let backtracks = r.programs()?;
         let evals = r.programs()?;
@@ -305,7 +313,7 @@ impl DfaCache {
         let mut prefilters: Vec<Job<'_>> = Vec::new();
         let mut sets: BTreeMap<&[Vec<u8>], usize> = BTreeMap::new();
         let mut rest: Vec<Job<'_>> = Vec::new();
-        for Entry { dfa, nfa, times, openings, required, needs, prefix, ready } in self.entries.values_mut() {
+        for Entry { dfa, nfa, times, openings, required, needs, exact, prefix, ready } in self.entries.values_mut() {
             let prefilter_job = prefix.as_deref().map(|needles| {
                 *sets.entry(needles).or_insert_with(|| {
                     prefilters.push(Job(Work::Prefilter { needles, built: None }));
@@ -313,7 +321,7 @@ impl DfaCache {
                 })
             });
             let kept = Kept { dfa, nfa, times: *times, openings };
-            rest.push(Job(Work::Entry(EntryWork { image, kept, required, needs, ready, prefilter_job })));
+            rest.push(Job(Work::Entry(EntryWork { image, kept, required, needs, exact, ready, prefilter_job })));
         }
         for BacktrackEntry { image: stored, ready } in self.backtracks.values_mut().chain(self.evals.values_mut()) {
             rest.push(Job(Work::Backtrack { image: stored.bytes(image), ready }));
@@ -382,6 +390,7 @@ impl DfaCache {
                 _ => put_list(&mut out, None),
             }
             out.extend_from_slice(&entry.needs.room.len.to_le_bytes());
+            put_list(&mut out, entry.exact.as_deref());
             put_list(&mut out, entry.prefix.as_deref());
             put_optional_bytes(&mut out, entry.nfa.as_ref().map(|stored| stored.bytes(image)));
             put_optional_bytes(&mut out, entry.openings.as_ref().map(|stored| stored.bytes(image)));
@@ -495,6 +504,7 @@ impl DfaCache {
         openings: Option<&Openings>,
         required: Option<&Required>,
         needs: &MatchNeeds,
+        exact: Option<&ExactLiterals>,
         prefix: Option<&[Vec<u8>]>,
     ) {
         let dfa = dfa.map(|d| {
@@ -512,6 +522,7 @@ impl DfaCache {
             }),
             required: required.cloned(),
             needs: needs.clone(),
+            exact: exact.map(|e| e.literals().to_vec()),
             prefix: prefix.map(<[_]>::to_vec),
             ready: None,
         };
@@ -910,10 +921,11 @@ mod tests {
         let needs = |byte: Option<RequiredByte>, room| MatchNeeds { byte, room };
         let bang = needs(Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long);
         let non_ascii = needs(Some(RequiredByte::NonAscii), MatchRoom::default());
-        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), &needs(None, short), Some(&x));
-        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, &needs(None, long), None);
-        good.put(key(&[b"b"]), None, None, None, None, &bang, None);
-        good.put(key(&[b"n"]), None, None, None, None, &non_ascii, None);
+        let e_like = ExactLiterals::from_literals(alloc::vec![b"e".to_vec(), b"\xd0\xb5".to_vec()]).expect("exact");
+        good.put(key(&[b"a"]), None, Some((&nfa("ab+c"), 1)), None, required.as_ref(), &needs(None, short), None, Some(&x));
+        good.put(key(&[b"r"]), None, Some((&nfa("ab+c"), 5)), Some(&opens), None, &needs(None, long), None, None);
+        good.put(key(&[b"b"]), None, None, None, None, &bang, Some(&e_like), None);
+        good.put(key(&[b"n"]), None, None, None, None, &non_ascii, None, None);
         let backtrack = crate::rules::perl::backtrack(r"/(\w)x\1/").expect("compiles");
         good.put_backtrack(key(&[b"p"]), &backtrack);
         let mut shelf = good.lend_programs();
@@ -922,7 +934,7 @@ mod tests {
         good.return_programs(shelf);
         let image = good.to_bytes();
         // An entry whose literal list claims more items than any list may hold.
-        let mut huge = b"SIFTDFA\0\x0f\0\0\0".to_vec();
+        let mut huge = b"SIFTDFA\0\x10\0\0\0".to_vec();
         let mut body = alloc::vec![1, 0, 0, 0];
         body.extend_from_slice(&[0; 16]);
         body.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0, 0]);
@@ -938,7 +950,7 @@ mod tests {
             (b"", Err(CacheError::Truncated)),
             (b"NOTADFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::NotACache)),
             (b"SIFTDFA\0\x0a\0\0\0\0\0\0\0", Err(CacheError::Version(10))),
-            (b"SIFTDFA\0\x0f\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
+            (b"SIFTDFA\0\x10\0\0\0\x05\0\0\0", Err(CacheError::Truncated)),
             (&image[..image.len() - 1], Err(CacheError::Damaged)),
             (&flipped, Err(CacheError::Damaged)),
             (&huge, Err(CacheError::Truncated)),
@@ -958,7 +970,7 @@ mod tests {
             let a_states = a.nfa.map(|n| n.states().to_vec());
             assert_eq!((a.dfa.is_none(), a.required, a.needs.byte, a.prefilter.is_some()), (true, required.clone(), None, true));
             assert!(a_states.as_deref() == Some(nfa("ab+c").states()));
-            assert_eq!((a.times, a.openings, a.needs.room), (1, None, short));
+            assert_eq!((a.times, a.openings, a.needs.room, a.exact), (1, None, short, None));
             // A repeat's part comes back with its times and openings.
             let r = read.get(&key(&[b"r"])).expect("entry r");
             assert_eq!(r.openings.as_ref(), Some(&opens));
@@ -966,7 +978,7 @@ mod tests {
             assert_eq!(r.needs.room, long);
             let b = read.get(&key(&[b"b"])).expect("entry b");
             assert_eq!((b.dfa.is_none(), b.nfa.is_none(), b.required, b.prefilter.is_none()), (true, true, None, true));
-            assert_eq!(b.needs, bang);
+            assert_eq!((b.needs, b.exact), (bang.clone(), Some(alloc::boxed::Box::new(e_like.clone()))));
             assert_eq!(read.get(&key(&[b"n"])).map(|n| n.needs), Some(non_ascii.clone()));
             assert!(read.get(&key(&[b"c"])).is_none());
             // The eval program is lent and found, not compiled again; another is compiled.
@@ -1001,7 +1013,7 @@ mod tests {
         let entries: &[Row<'_>] = &[(b"a", Some(&h)), (b"b", Some(&h)), (b"c", Some(&x)), (b"d", None)];
         let mut written = DfaCache::new();
         for (name, needles) in entries {
-            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, &MatchNeeds::default(), *needles);
+            written.put(key(&[name]), None, Some((&nfa("ab+c"), 1)), None, None, &MatchNeeds::default(), None, *needles);
         }
         let mut read = DfaCache::from_bytes(&written.to_bytes()).expect("own image reads back");
         let seen = core::cell::RefCell::new((0, 0));

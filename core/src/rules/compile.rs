@@ -441,6 +441,8 @@ struct Built {
     matcher: Matcher,
     required: Option<literal::Required>,
     needs: MatchNeeds,
+    /// For a line pattern counting many hits: its literals, when it is only those.
+    exact: Option<alloc::boxed::Box<literal::ExactLiterals>>,
 }
 
 /// What a text needs to hold a match of a pattern: a byte one of which every match
@@ -562,19 +564,19 @@ enum Lookup {
 fn cached_matcher(key: &cache::Key, lazy: &mut Vec<hybrid::dfa::DFA>, dense: &mut Dense<'_>) -> Result<Lookup, DisabledReason> {
     let Dense::Cached(c) = dense else { return Ok(Lookup::Unknown) };
     Ok(match c.get(key) {
-        Some(Cached { dfa: Some(mut dfa), required, needs, prefilter, .. }) => {
+        Some(Cached { dfa: Some(mut dfa), required, needs, exact, prefilter, .. }) => {
             dfa.set_prefilter(prefilter);
-            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, needs })
+            Lookup::Found(Built { matcher: Matcher::Dense(alloc::boxed::Box::new(dfa)), required, needs, exact })
         }
-        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, needs, .. }) if times > 1 => {
+        Some(Cached { dfa: None, nfa: Some(part), times, openings, required, needs, exact, .. }) if times > 1 => {
             match build_repeat(part, times, openings, lazy)? {
-                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, needs }),
+                Some(r) => Lookup::Found(Built { matcher: Matcher::Repeat(alloc::boxed::Box::new(r)), required, needs, exact }),
                 None => Lookup::TooBig,
             }
         }
-        Some(Cached { dfa: None, nfa: Some(nfa), required, needs, prefilter, .. }) => {
+        Some(Cached { dfa: None, nfa: Some(nfa), required, needs, exact, prefilter, .. }) => {
             let matcher = Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?);
-            Lookup::Found(Built { matcher, required, needs })
+            Lookup::Found(Built { matcher, required, needs, exact })
         }
         Some(_) => Lookup::TooBig,
         None => Lookup::Unknown,
@@ -616,6 +618,7 @@ fn compile_matcher(
     };
     let anchored = required.as_ref().is_some_and(|r| r.starts_match);
     let byte = if required.is_none() { literal::required_byte(&hir) } else { None };
+    let exact = if span == Span::Lines { literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new) } else { None };
     let searched = match span {
         Span::Whole | Span::Message => hir,
         Span::Lines | Span::LinesOnce => line_local(&hir, 0),
@@ -645,14 +648,14 @@ fn compile_matcher(
             (None, None) => Some((&nfa, 1)),
         };
         let openings = repeat.as_ref().map(|(r, _)| &r.openings);
-        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), &needs, prefix.as_deref());
+        c.put(key, built.as_ref(), kept_nfa, openings, required.as_ref(), &needs, exact.as_deref(), prefix.as_deref());
     }
     let matcher = match (built, repeat) {
         (Some(dfa), _) => Matcher::Dense(alloc::boxed::Box::new(dfa)),
         (None, Some((r, _))) => Matcher::Repeat(alloc::boxed::Box::new(r)),
         (None, None) => Matcher::Lazy(build_lazy(nfa, prefilter, MatchKind::LeftmostFirst, lazy)?),
     };
-    Ok(Built { matcher, required, needs })
+    Ok(Built { matcher, required, needs, exact })
 }
 
 /// Most pairs of bytes (of 65,536) the part of a [`Repeat`] may start with. Its chain
@@ -1201,11 +1204,7 @@ impl RuleSet {
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_needs.push(built.needs);
-                let exact = match (span, p.translated()) {
-                    (Span::Lines, Ok(t)) => parse_hir(&t).ok().and_then(|hir| literal::ExactLiterals::of(&hir)).map(alloc::boxed::Box::new),
-                    _ => None,
-                };
-                program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact });
+                program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact: built.exact });
                 Ok(())
             }
             RuleKind::Header(h) => {
@@ -1363,6 +1362,8 @@ impl RuleSet {
             matcher: Matcher::Backtrack { relaxed: alloc::boxed::Box::new(screen.matcher), program: index },
             required: screen.required,
             needs,
+            // The screen's literals are the relaxed form's, not the pattern's.
+            exact: None,
         }
     }
 
@@ -1957,6 +1958,30 @@ mod tests {
         for (message, want) in cases {
             let got: Vec<&str> = set.scan(message, &mut scratch).hits().map(|h| h.name).collect();
             assert_eq!(&got, want, "{}", String::from_utf8_lossy(message));
+        }
+    }
+
+    #[test]
+    fn exact_literals_survive_the_cache_table() {
+        // (rule, its body pattern counts its literals without the matcher)
+        let cases: &[(&str, bool)] = &[
+            ("body LOWER_E /e/\ntflags LOWER_E multiple maxhits=50", true),
+            ("body ONCE_E /e/", false),
+            ("body WORDS /foo|bar/\ntflags WORDS multiple", true),
+            ("body LOOK /\\bfoo/\ntflags LOOK multiple", false),
+            ("body PREFIXED /a|ab/\ntflags PREFIXED multiple", false),
+        ];
+        let rules: String = cases.iter().map(|(r, _)| alloc::format!("{r}\n")).collect();
+        let config = parse_str("t.cf", &rules).expect("parse");
+        let mut cache = DfaCache::new();
+        let cold = RuleSet::compile_cached(&config, &mut cache, &run_here).expect("compile");
+        let mut warm_cache = DfaCache::from_bytes(&cache.to_bytes()).expect("reads back");
+        let warm = RuleSet::compile_cached(&config, &mut warm_cache, &run_here).expect("compile");
+        assert_eq!(warm_cache.misses(), 0);
+        let want: Vec<bool> = cases.iter().map(|(_, exact)| *exact).collect();
+        for set in [&cold, &warm] {
+            let got: Vec<bool> = set.body.patterns.iter().map(|p| p.exact.is_some()).collect();
+            assert_eq!(got, want);
         }
     }
 

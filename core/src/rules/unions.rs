@@ -652,7 +652,7 @@ impl UnionPlan {
                     Some(Grouped::Lazy(nfa)) => (None, Some((nfa, 1))),
                     None => (None, None),
                 };
-                cache.put(group_key(list, groups.len()), dfa, nfa, None, None, &MatchNeeds::default(), None);
+                cache.put(group_key(list, groups.len()), dfa, nfa, None, None, &MatchNeeds::default(), None, None);
             }
             groups.push(group);
         }

@@ -36,7 +36,12 @@ impl ExactLiterals {
         if !seq.is_exact() {
             return None;
         }
-        let mut literals: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
+        ExactLiterals::from_literals(seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect())
+    }
+
+    /// The pattern that is `literals` (as [`ExactLiterals::literals`] gives them, or in
+    /// any order), when they meet the terms of [`ExactLiterals::of`].
+    pub(crate) fn from_literals(mut literals: Vec<Vec<u8>>) -> Option<ExactLiterals> {
         literals.sort_unstable();
         literals.dedup();
         let usable = |l: &Vec<u8>| !l.is_empty() && l.len() <= MAX_LEN && !l.contains(&b'\n');
@@ -55,6 +60,11 @@ impl ExactLiterals {
         }
         let bytes = (literals.len() <= 3 && literals.iter().all(|l| l.len() == 1)).then(|| literals.iter().filter_map(|l| l.first().copied()).collect());
         Some(ExactLiterals { literals, first, bytes })
+    }
+
+    /// The literals, sorted.
+    pub(crate) fn literals(&self) -> &[Vec<u8>] {
+        &self.literals
     }
 
     /// Matches in `text`, as Perl's `/g` finds them, at most `max`.
