@@ -15,7 +15,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
-use crate::rules::compile::{eval_meta, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
+use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
@@ -935,15 +935,9 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
-        if let Some(exact) = &pattern.exact {
-            // Its matches are its literals' occurrences, which lie in these lines.
-            let lines = line_start(text, first as usize)..line_end(text, last as usize);
-            state.add(pattern.rule, exact.count(text.get(lines).unwrap_or_default(), state.max_hits(pattern.rule)));
-            probe.spent(Cost::Rule(pattern.rule), started);
-            continue;
-        }
-        if candidate_lines(program, p, text, s) {
-            // Only lines holding one of its literals can match.
+        // Only lines holding one of its literals can match (a pattern that is only
+        // literals counts them over the lines from first to last at once).
+        if pattern.exact.is_none() && candidate_lines(program, p, text, s) {
             for j in 0..s.starts.len() {
                 let max = state.max_hits(pattern.rule);
                 let Some(&start) = s.starts.get(j) else { break };
@@ -958,9 +952,8 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             probe.spent(Cost::Rule(pattern.rule), started);
             continue;
         }
-        let start = line_start(text, first as usize);
-        let end = line_end(text, last as usize);
-        let n = count_in_lines(&pattern.matcher, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
+        let lines = text.get(line_start(text, first as usize)..line_end(text, last as usize)).unwrap_or(&[]);
+        let n = count_pattern_in_lines(pattern, lines, state.max_hits(pattern.rule), &mut s.engines);
         state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
@@ -1060,12 +1053,7 @@ fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, sta
         },
         _ => from,
     };
-    let lines = text.get(from..).unwrap_or_default();
-    let max = state.max_hits(pattern.rule);
-    let n = match &pattern.exact {
-        Some(exact) => exact.count(lines, max),
-        None => count_in_lines(&pattern.matcher, lines, max, &mut s.engines),
-    };
+    let n = count_pattern_in_lines(pattern, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
     probe.spent(Cost::Rule(pattern.rule), started);
 }
@@ -1127,6 +1115,15 @@ fn count_in_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engine
         return 1;
     }
     match_lines(matcher, text, max, engines)
+}
+
+/// Matches of line pattern `pattern` in the lines of `text`, at most `max`: its
+/// literals' occurrences when it is only literals, else its matcher's.
+fn count_pattern_in_lines(pattern: &CompiledPattern, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+    match &pattern.exact {
+        Some(exact) => exact.count(text, max),
+        None => count_in_lines(&pattern.matcher, text, max, engines),
+    }
 }
 
 /// Matches of `matcher` in each `\n`-separated line of `text`, at most `max` in all.
@@ -1209,7 +1206,7 @@ mod tests {
     use super::*;
     use crate::rules::cf::parse_str;
     use crate::rules::literal::RequiredByte;
-        use alloc::string::String;
+    use alloc::string::String;
     use alloc::vec::Vec;
 
     const MSG: &str = "From: \"Cheap Meds\" <deals@pharma.example>\r\nTo: you@example.org\r\nSubject: Buy cheap VIAGRA now\r\nMessage-Id: <abc@pharma.example>\r\nContent-Type: text/plain\r\n\r\nHello friend,\r\nclick here to buy viagra, viagra and more viagra.\r\n\r\nVisit http://pharma.example.com/buy now.\r\n";

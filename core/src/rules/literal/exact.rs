@@ -117,7 +117,7 @@ mod tests {
     use regex_automata::Input;
 
     fn hir(pattern: &str) -> Hir {
-        regex_syntax::ParserBuilder::new().utf8(false).unicode(false).build().parse(pattern).expect("parses")
+        crate::rules::compile::parse_hir(pattern).expect("parses")
     }
 
     /// Leftmost-first matches of `pattern` in each line of `text`, as a DFA search
