@@ -125,28 +125,11 @@ impl Union {
         let (a, b) = (self.dense(patterns)?, other.dense(patterns)?);
         let (mut one, mut two) = (DenseWalk::new(self, a, text, from.0), DenseWalk::new(other, b, text, from.1));
         while one.outcome.is_none() && two.outcome.is_none() {
-            let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
-            let (mut x, mut y) = (one.state, two.state);
-            let mut steps = 0usize;
-            let mut special = false;
-            // Two bytes of each a round; a byte left over is walked alone.
-            for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
-                let (&[p0, p1], &[q0, q1]) = (pc, qc) else { break };
-                x = a.next_state(x, p0);
-                y = b.next_state(y, q0);
-                if a.is_special_state(x) | b.is_special_state(y) {
-                    steps += 1;
-                    special = true;
-                    break;
-                }
-                x = a.next_state(x, p1);
-                y = b.next_state(y, q1);
-                steps += 2;
-                if a.is_special_state(x) | b.is_special_state(y) {
-                    special = true;
-                    break;
-                }
-            }
+            // Most rounds find both walks at one place: each byte is then read once.
+            let (x, y, steps, special) = match text.get(one.at..) {
+                Some(xs) if one.at == two.at => step_together(a, b, xs, one.state, two.state),
+                xs => step_apart(a, b, xs.unwrap_or_default(), text.get(two.at..).unwrap_or_default(), one.state, two.state),
+            };
             (one.state, two.state) = (x, y);
             one.at += steps;
             two.at += steps;
@@ -187,19 +170,11 @@ impl Union {
                 y.step_checked(cache_b, text, first_ends.1);
                 continue;
             }
-            let (xs, ys) = (text.get(x.at..).unwrap_or_default(), text.get(y.at..).unwrap_or_default());
-            let (mut p, mut q) = (x.state, y.state);
-            let mut steps = 0usize;
-            let mut tagged = None;
-            for (&pc, &qc) in xs.iter().zip(ys) {
-                let (np, nq) = (a.next_state_untagged(cache_a, p, pc), b.next_state_untagged(cache_b, q, qc));
-                if np.is_tagged() || nq.is_tagged() {
-                    tagged = Some((np, nq));
-                    break;
-                }
-                (p, q) = (np, nq);
-                steps += 1;
-            }
+            let lazy = ((a, &*cache_a), (b, &*cache_b));
+            let (p, q, steps, tagged) = match text.get(x.at..) {
+                Some(xs) if x.at == y.at => lazy_together(lazy, xs, x.state, y.state),
+                xs => lazy_apart(lazy, xs.unwrap_or_default(), text.get(y.at..).unwrap_or_default(), x.state, y.state),
+            };
             (x.state, y.state) = (p, q);
             x.at += steps;
             y.at += steps;
@@ -429,6 +404,90 @@ impl<'u> LazyWalk<'u> {
         }
         self.outcome.unwrap_or(None)
     }
+}
+
+/// Steps `a` from `x` and `b` from `y` over the same bytes, two a round, until either
+/// enters a special state: both states, the bytes stepped and whether one is special
+/// (at the end of `text`, a byte left over is not stepped). Not inlined, as its lazy
+/// twins: inside the scan's loop the walk's tables and text did not fit the registers
+/// and were read back from the stack at every byte (2.2% more instructions a scan).
+#[inline(never)]
+fn step_together(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, text: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
+    let mut steps = 0usize;
+    for pair in text.chunks_exact(2) {
+        let &[c0, c1] = pair else { break };
+        x = a.next_state(x, c0);
+        y = b.next_state(y, c0);
+        if a.is_special_state(x) | b.is_special_state(y) {
+            return (x, y, steps + 1, true);
+        }
+        x = a.next_state(x, c1);
+        y = b.next_state(y, c1);
+        steps += 2;
+        if a.is_special_state(x) | b.is_special_state(y) {
+            return (x, y, steps, true);
+        }
+    }
+    (x, y, steps, false)
+}
+
+/// [`step_together`] of walks at two places: `a` over `xs`, `b` over `ys`.
+#[inline(never)]
+fn step_apart(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, xs: &[u8], ys: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
+    let mut steps = 0usize;
+    for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
+        let (&[p0, p1], &[q0, q1]) = (pc, qc) else { break };
+        x = a.next_state(x, p0);
+        y = b.next_state(y, q0);
+        if a.is_special_state(x) | b.is_special_state(y) {
+            return (x, y, steps + 1, true);
+        }
+        x = a.next_state(x, p1);
+        y = b.next_state(y, q1);
+        steps += 2;
+        if a.is_special_state(x) | b.is_special_state(y) {
+            return (x, y, steps, true);
+        }
+    }
+    (x, y, steps, false)
+}
+
+/// A lazy DFA with this worker's cache of it.
+type LazyWith<'a> = (&'a hybrid::dfa::DFA, &'a hybrid::dfa::Cache);
+
+/// [`step_together`] of two lazy DFAs, while their states stay untagged: the last
+/// untagged states, the bytes stepped, and the next states once either is tagged (none
+/// at the end of `text`, where a byte left over is not stepped).
+#[inline(never)]
+fn lazy_together((a, b): (LazyWith<'_>, LazyWith<'_>), text: &[u8], mut x: LazyStateID, mut y: LazyStateID) -> (LazyStateID, LazyStateID, usize, Option<(LazyStateID, LazyStateID)>) {
+    let mut steps = 0usize;
+    for pair in text.chunks_exact(2) {
+        let &[c0, c1] = pair else { break };
+        let (nx, ny) = (a.0.next_state_untagged(a.1, x, c0), b.0.next_state_untagged(b.1, y, c0));
+        if nx.is_tagged() || ny.is_tagged() {
+            return (x, y, steps, Some((nx, ny)));
+        }
+        let (mx, my) = (a.0.next_state_untagged(a.1, nx, c1), b.0.next_state_untagged(b.1, ny, c1));
+        if mx.is_tagged() || my.is_tagged() {
+            return (nx, ny, steps + 1, Some((mx, my)));
+        }
+        (x, y) = (mx, my);
+        steps += 2;
+    }
+    (x, y, steps, None)
+}
+
+/// [`lazy_together`] of walks at two places: `a` over `xs`, `b` over `ys`.
+#[inline(never)]
+fn lazy_apart((a, b): (LazyWith<'_>, LazyWith<'_>), xs: &[u8], ys: &[u8], mut x: LazyStateID, mut y: LazyStateID) -> (LazyStateID, LazyStateID, usize, Option<(LazyStateID, LazyStateID)>) {
+    for (steps, (&p, &q)) in xs.iter().zip(ys).enumerate() {
+        let (nx, ny) = (a.0.next_state_untagged(a.1, x, p), b.0.next_state_untagged(b.1, y, q));
+        if nx.is_tagged() || ny.is_tagged() {
+            return (x, y, steps, Some((nx, ny)));
+        }
+        (x, y) = (nx, ny);
+    }
+    (x, y, xs.len().min(ys.len()), None)
 }
 
 /// Steps `dfa` from `state` over `text` from `at`, four bytes a round, until a special
@@ -1015,10 +1074,20 @@ mod tests {
             .collect()
     }
 
+    /// Where two walks over `text` start: both at its start, or one (or both) at its
+    /// second line when it has one.
+    fn froms(text: &[u8]) -> Vec<(usize, usize)> {
+        match text.iter().position(|&b| b == b'\n') {
+            Some(end) => alloc::vec![(0, 0), (end + 1, 0), (0, end + 1), (end + 1, end + 1)],
+            None => alloc::vec![(0, 0)],
+        }
+    }
+
     #[test]
     fn finds_two_as_one_by_one_table() {
         // Two dense unions walked together find what each finds alone: one that skips
-        // (`zq`), one done early (`a`, `cc` both found), one ending at a line end.
+        // (`zq`), one done early (`a`, `cc` both found), one ending at a line end; from
+        // one place or from two (one walk starts at the second line).
         let sets: &[&[&str]] = &[&["foo", "oba", "^baz", r"x\d+$"], &["zq1", "zq2"], &["ab", "cd", "ef", "gh"], &["a", "cc"]];
         let unions: Vec<Union> = sets
             .iter()
@@ -1028,12 +1097,14 @@ mod tests {
             })
             .collect();
         for text in random_texts(2000, 40, b"abcdefghoqxz12 \n") {
-            for (i, one) in unions.iter().enumerate() {
-                for two in unions.iter().skip(i + 1) {
-                    let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                    let want = (one.finds(&text, 0, &mut want_one, &[], |_| None), two.finds(&text, 0, &mut want_two, &[], |_| None));
-                    let got = one.finds_two(two, &text, (0, 0), (&mut got_one, &mut got_two), &[]);
-                    assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{:?}", core::str::from_utf8(&text));
+            for from in froms(&text) {
+                for (i, one) in unions.iter().enumerate() {
+                    for two in unions.iter().skip(i + 1) {
+                        let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+                        let want = (one.finds(&text, from.0, &mut want_one, &[], |_| None), two.finds(&text, from.1, &mut want_two, &[], |_| None));
+                        let got = one.finds_two(two, &text, from, (&mut got_one, &mut got_two), &[]);
+                        assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{from:?} {:?}", core::str::from_utf8(&text));
+                    }
                 }
             }
         }
@@ -1071,25 +1142,30 @@ mod tests {
         };
         let (mut alone, mut paired): (Vec<_>, Vec<_>) = (lazy.iter().map(|d| d.create_cache()).collect(), lazy.iter().map(|d| d.create_cache()).collect());
         for text in random_texts(2000, 40, b"abcfoqxz12 \n") {
-            let mut want = Vec::new();
-            for u in &unions {
-                let mut ends = [0u32; UNION_MEMBERS];
-                let i = index_of(u);
-                let found = u.finds(&text, 0, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
-                want.push((found, ends));
+            // What each union finds alone from each place a walk starts.
+            let mut want = alloc::collections::BTreeMap::new();
+            for from in froms(&text).into_iter().flat_map(|(a, b)| [a, b]) {
+                for (k, u) in unions.iter().enumerate() {
+                    let mut ends = [0u32; UNION_MEMBERS];
+                    let i = index_of(u);
+                    let found = u.finds(&text, from, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
+                    want.insert((k, from), (found, ends));
+                }
             }
-            let (own_found, own_ends) = want[4];
-            let (third_found, third_ends) = want[2];
+            let (own_found, own_ends) = want[&(4, 0)];
+            let (third_found, third_ends) = want[&(2, 0)];
             assert_eq!((own_found.map(|f| f & 1), own_ends[0]), (third_found.map(|f| f >> 4 & 1), if third_found.is_some_and(|f| f >> 4 & 1 == 1) { third_ends[4] } else { 0 }));
-            for (i, one) in unions.iter().enumerate() {
-                for (j, two) in unions.iter().enumerate().skip(i + 1) {
-                    let (a, b) = (index_of(one), index_of(two));
-                    let (low, high) = paired.split_at_mut(b);
-                    let (mut ends_one, mut ends_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                    let got = one.finds_two_lazy(two, (&lazy[a], &mut low[a]), (&lazy[b], &mut high[0]), &text, (0, 0), (&mut ends_one, &mut ends_two));
-                    let (want_one, want_two) = (want[i], want[j]);
-                    assert_eq!(got, Some((want_one.0, want_two.0)), "{i} {j} {:?}", core::str::from_utf8(&text));
-                    assert_eq!((ends_one, ends_two), (want_one.1, want_two.1), "{i} {j} {:?}", core::str::from_utf8(&text));
+            for from in froms(&text) {
+                for (i, one) in unions.iter().enumerate() {
+                    for (j, two) in unions.iter().enumerate().skip(i + 1) {
+                        let (a, b) = (index_of(one), index_of(two));
+                        let (low, high) = paired.split_at_mut(b);
+                        let (mut ends_one, mut ends_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
+                        let got = one.finds_two_lazy(two, (&lazy[a], &mut low[a]), (&lazy[b], &mut high[0]), &text, from, (&mut ends_one, &mut ends_two));
+                        let (want_one, want_two) = (want[&(i, from.0)], want[&(j, from.1)]);
+                        assert_eq!(got, Some((want_one.0, want_two.0)), "{i} {j} {from:?} {:?}", core::str::from_utf8(&text));
+                        assert_eq!((ends_one, ends_two), (want_one.1, want_two.1), "{i} {j} {from:?} {:?}", core::str::from_utf8(&text));
+                    }
                 }
             }
         }
