@@ -936,17 +936,28 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
             continue;
         }
         // Only lines holding one of its literals can match (a pattern that is only
-        // literals counts them over the lines from first to last at once).
+        // literals counts them over the lines from first to last at once). Lines next to
+        // each other are searched as one text, which most often does not match.
         if pattern.exact.is_none() && candidate_lines(program, p, text, s) {
-            for j in 0..s.starts.len() {
+            let mut j = 0;
+            while let Some(&start) = s.starts.get(j) {
                 let max = state.max_hits(pattern.rule);
-                let Some(&start) = s.starts.get(j) else { break };
                 if max == 0 {
                     break;
                 }
-                let start = start as usize;
-                let line = text.get(start..line_end(text, start)).unwrap_or(&[]);
-                let n = count_matches(&pattern.matcher, line, max, &mut s.engines);
+                let (start, first_end) = (start as usize, line_end(text, start as usize));
+                let mut end = first_end;
+                j += 1;
+                while let Some(&next) = s.starts.get(j).filter(|&&next| next as usize == end + 1) {
+                    end = line_end(text, next as usize);
+                    j += 1;
+                }
+                let lines = text.get(start..end).unwrap_or(&[]);
+                let n = if end == first_end {
+                    count_matches(&pattern.matcher, lines, max, &mut s.engines)
+                } else {
+                    count_in_lines(&pattern.matcher, lines, max, &mut s.engines)
+                };
                 state.add(pattern.rule, n);
             }
             probe.spent(Cost::Rule(pattern.rule), started);
@@ -1333,6 +1344,22 @@ mod tests {
             ("rawbody R /boo(?= bar)/", &["R"]),
             ("rawbody __R /o/\ntflags __R multiple\nmeta M __R == 4", &["M"]),
             ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
+        ];
+        assert_hits(message, cases);
+    }
+
+    #[test]
+    fn candidate_lines_together_table() {
+        // Lines holding a pattern's literal, next to each other, are searched as one
+        // text: each still counts its own matches, the last of a run included.
+        let message = "Subject: runs\r\n\r\nx foo 1\r\nfoo 2\r\nbar\r\nfoo 3 foo 4\r\nfoo\r\ny foo 5\r\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("rawbody __R /foo \\d/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
+            ("rawbody __R /foo \\d/\ntflags __R multiple maxhits=4\nmeta M __R == 4", &["M"]),
+            ("rawbody __R /^foo/\ntflags __R multiple\nmeta M __R == 3", &["M"]),
+            ("rawbody __R /foo$/\ntflags __R multiple\nmeta M __R == 1", &["M"]),
+            ("rawbody __R /foo 5$/\nmeta M __R", &["M"]),
+            ("rawbody __R /1\\s+foo/\nmeta M __R", &[]),
         ];
         assert_hits(message, cases);
     }
