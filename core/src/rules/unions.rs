@@ -126,9 +126,10 @@ impl Union {
         let (mut one, mut two) = (DenseWalk::new(self, a, text, from.0), DenseWalk::new(other, b, text, from.1));
         while one.outcome.is_none() && two.outcome.is_none() {
             // Most rounds find both walks at one place: each byte is then read once.
-            let (x, y, steps, special) = match text.get(one.at..) {
-                Some(xs) if one.at == two.at => step_together(a, b, xs, one.state, two.state),
-                xs => step_apart(a, b, xs.unwrap_or_default(), text.get(two.at..).unwrap_or_default(), one.state, two.state),
+            let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
+            let (x, y, steps, special) = match one.at == two.at {
+                true => step_two::<true>(a, b, xs, ys, one.state, two.state),
+                false => step_two::<false>(a, b, xs, ys, one.state, two.state),
             };
             (one.state, two.state) = (x, y);
             one.at += steps;
@@ -406,37 +407,20 @@ impl<'u> LazyWalk<'u> {
     }
 }
 
-/// Steps `a` from `x` and `b` from `y` over the same bytes, two a round, until either
-/// enters a special state: both states, the bytes stepped and whether one is special
-/// (at the end of `text`, a byte left over is not stepped). Not inlined, as its lazy
-/// twins: inside the scan's loop the walk's tables and text did not fit the registers
-/// and were read back from the stack at every byte (2.2% more instructions a scan).
+/// Steps `a` from `x` over `xs` and `b` from `y` over `ys`, two bytes a round, until
+/// either enters a special state: both states, the bytes stepped and whether one is
+/// special (at the end of the shorter text, a byte left over is not stepped).
+/// `TOGETHER`: the walks are at one place (`ys` is `xs`), so each byte is read once.
+/// Not inlined, as the lazy twins: inside the scan's loop the walk's tables and text
+/// did not fit the registers and were read back from the stack at every byte (2.2% more
+/// instructions a scan).
 #[inline(never)]
-fn step_together(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, text: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
+fn step_two<const TOGETHER: bool>(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, xs: &[u8], ys: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
     let mut steps = 0usize;
-    for pair in text.chunks_exact(2) {
-        let &[c0, c1] = pair else { break };
-        x = a.next_state(x, c0);
-        y = b.next_state(y, c0);
-        if a.is_special_state(x) | b.is_special_state(y) {
-            return (x, y, steps + 1, true);
-        }
-        x = a.next_state(x, c1);
-        y = b.next_state(y, c1);
-        steps += 2;
-        if a.is_special_state(x) | b.is_special_state(y) {
-            return (x, y, steps, true);
-        }
-    }
-    (x, y, steps, false)
-}
-
-/// [`step_together`] of walks at two places: `a` over `xs`, `b` over `ys`.
-#[inline(never)]
-fn step_apart(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, xs: &[u8], ys: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
-    let mut steps = 0usize;
+    let ys = if TOGETHER { xs } else { ys };
     for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
         let (&[p0, p1], &[q0, q1]) = (pc, qc) else { break };
+        let (q0, q1) = if TOGETHER { (p0, p1) } else { (q0, q1) };
         x = a.next_state(x, p0);
         y = b.next_state(y, q0);
         if a.is_special_state(x) | b.is_special_state(y) {
@@ -455,7 +439,7 @@ fn step_apart(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, xs: &[u8], ys:
 /// A lazy DFA with this worker's cache of it.
 type LazyWith<'a> = (&'a hybrid::dfa::DFA, &'a hybrid::dfa::Cache);
 
-/// [`step_together`] of two lazy DFAs, while their states stay untagged: the last
+/// [`step_two`] of two lazy DFAs at one place, while their states stay untagged: the last
 /// untagged states, the bytes stepped, and the next states once either is tagged (none
 /// at the end of `text`, where a byte left over is not stepped).
 #[inline(never)]
