@@ -127,9 +127,10 @@ impl Union {
         while one.outcome.is_none() && two.outcome.is_none() {
             // Most rounds find both walks at one place: each byte is then read once.
             let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
-            let (x, y, steps, special) = match one.at == two.at {
-                true => step_two::<true>(a, b, xs, ys, one.state, two.state),
-                false => step_two::<false>(a, b, xs, ys, one.state, two.state),
+            let (x, y, steps, special) = if one.at == two.at {
+                step_two::<true>(a, b, xs, ys, one.state, two.state)
+            } else {
+                step_two::<false>(a, b, xs, ys, one.state, two.state)
             };
             (one.state, two.state) = (x, y);
             one.at += steps;
@@ -172,10 +173,8 @@ impl Union {
                 continue;
             }
             let lazy = ((a, &*cache_a), (b, &*cache_b));
-            let (p, q, steps, tagged) = match text.get(x.at..) {
-                Some(xs) if x.at == y.at => lazy_together(lazy, xs, x.state, y.state),
-                xs => lazy_apart(lazy, xs.unwrap_or_default(), text.get(y.at..).unwrap_or_default(), x.state, y.state),
-            };
+            let (xs, ys) = (text.get(x.at..).unwrap_or_default(), text.get(y.at..).unwrap_or_default());
+            let (p, q, steps, tagged) = if x.at == y.at { lazy_together(lazy, xs, x.state, y.state) } else { lazy_apart(lazy, xs, ys, x.state, y.state) };
             (x.state, y.state) = (p, q);
             x.at += steps;
             y.at += steps;
