@@ -174,7 +174,11 @@ impl Union {
             }
             let lazy = ((a, &*cache_a), (b, &*cache_b));
             let (xs, ys) = (text.get(x.at..).unwrap_or_default(), text.get(y.at..).unwrap_or_default());
-            let (p, q, steps, tagged) = if x.at == y.at { lazy_together(lazy, xs, x.state, y.state) } else { lazy_apart(lazy, xs, ys, x.state, y.state) };
+            let (p, q, steps, tagged) = if x.at == y.at {
+                lazy_two::<true>(lazy, xs, ys, x.state, y.state)
+            } else {
+                lazy_two::<false>(lazy, xs, ys, x.state, y.state)
+            };
             (x.state, y.state) = (p, q);
             x.at += steps;
             y.at += steps;
@@ -410,7 +414,7 @@ impl<'u> LazyWalk<'u> {
 /// either enters a special state: both states, the bytes stepped and whether one is
 /// special (at the end of the shorter text, a byte left over is not stepped).
 /// `TOGETHER`: the walks are at one place (`ys` is `xs`), so each byte is read once.
-/// Not inlined, as the lazy twins: inside the scan's loop the walk's tables and text
+/// Not inlined, as its lazy twin: inside the scan's loop the walk's tables and text
 /// did not fit the registers and were read back from the stack at every byte (2.2% more
 /// instructions a scan).
 #[inline(never)]
@@ -438,19 +442,21 @@ fn step_two<const TOGETHER: bool>(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u
 /// A lazy DFA with this worker's cache of it.
 type LazyWith<'a> = (&'a hybrid::dfa::DFA, &'a hybrid::dfa::Cache);
 
-/// [`step_two`] of two lazy DFAs at one place, while their states stay untagged: the last
-/// untagged states, the bytes stepped, and the next states once either is tagged (none
-/// at the end of `text`, where a byte left over is not stepped).
+/// [`step_two`] of two lazy DFAs, while their states stay untagged: the last untagged
+/// states, the bytes stepped, and the next states once either is tagged (none at the end
+/// of the shorter text, where a byte left over is not stepped).
 #[inline(never)]
-fn lazy_together((a, b): (LazyWith<'_>, LazyWith<'_>), text: &[u8], mut x: LazyStateID, mut y: LazyStateID) -> (LazyStateID, LazyStateID, usize, Option<(LazyStateID, LazyStateID)>) {
+fn lazy_two<const TOGETHER: bool>((a, b): (LazyWith<'_>, LazyWith<'_>), xs: &[u8], ys: &[u8], mut x: LazyStateID, mut y: LazyStateID) -> (LazyStateID, LazyStateID, usize, Option<(LazyStateID, LazyStateID)>) {
     let mut steps = 0usize;
-    for pair in text.chunks_exact(2) {
-        let &[c0, c1] = pair else { break };
-        let (nx, ny) = (a.0.next_state_untagged(a.1, x, c0), b.0.next_state_untagged(b.1, y, c0));
+    let ys = if TOGETHER { xs } else { ys };
+    for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
+        let (&[p0, p1], &[q0, q1]) = (pc, qc) else { break };
+        let (q0, q1) = if TOGETHER { (p0, p1) } else { (q0, q1) };
+        let (nx, ny) = (a.0.next_state_untagged(a.1, x, p0), b.0.next_state_untagged(b.1, y, q0));
         if nx.is_tagged() || ny.is_tagged() {
             return (x, y, steps, Some((nx, ny)));
         }
-        let (mx, my) = (a.0.next_state_untagged(a.1, nx, c1), b.0.next_state_untagged(b.1, ny, c1));
+        let (mx, my) = (a.0.next_state_untagged(a.1, nx, p1), b.0.next_state_untagged(b.1, ny, q1));
         if mx.is_tagged() || my.is_tagged() {
             return (nx, ny, steps + 1, Some((mx, my)));
         }
@@ -458,19 +464,6 @@ fn lazy_together((a, b): (LazyWith<'_>, LazyWith<'_>), text: &[u8], mut x: LazyS
         steps += 2;
     }
     (x, y, steps, None)
-}
-
-/// [`lazy_together`] of walks at two places: `a` over `xs`, `b` over `ys`.
-#[inline(never)]
-fn lazy_apart((a, b): (LazyWith<'_>, LazyWith<'_>), xs: &[u8], ys: &[u8], mut x: LazyStateID, mut y: LazyStateID) -> (LazyStateID, LazyStateID, usize, Option<(LazyStateID, LazyStateID)>) {
-    for (steps, (&p, &q)) in xs.iter().zip(ys).enumerate() {
-        let (nx, ny) = (a.0.next_state_untagged(a.1, x, p), b.0.next_state_untagged(b.1, y, q));
-        if nx.is_tagged() || ny.is_tagged() {
-            return (x, y, steps, Some((nx, ny)));
-        }
-        (x, y) = (nx, ny);
-    }
-    (x, y, xs.len().min(ys.len()), None)
 }
 
 /// Steps `dfa` from `state` over `text` from `at`, four bytes a round, until a special
