@@ -1588,6 +1588,13 @@ impl Vm<'_, '_, '_> {
     /// frame keeps the others.
     fn runs(&mut self, pc: u32, pos: u32, min: u32, max: u32, exit: u32) -> Result<Next, Undecided> {
         let base = self.s.ends.len();
+        // Its two runs, read once for all its turns (none: it takes no turn).
+        let runs = match (self.prog.insts.get(pc as usize + 3), self.prog.insts.get(pc as usize + 4)) {
+            (Some(&Inst::Repeat { class: a, min: a_min, max: a_max, .. }), Some(&Inst::Repeat { class: b, min: b_min, max: b_max, .. })) => {
+                Some([(a, a_min, a_max), (b, b_min, b_max)])
+            }
+            _ => None,
+        };
         let (mut at, mut turns) = (pos, 0u32);
         loop {
             if turns >= min && self.tail_matches(exit, at)? {
@@ -1599,7 +1606,11 @@ impl Vm<'_, '_, '_> {
             if turns >= max {
                 break;
             }
-            let Some(end) = self.turn(pc, at)? else { break };
+            let next = match runs {
+                Some(runs) => self.turn(runs, at)?,
+                None => None,
+            };
+            let Some(end) = next else { break };
             at = end;
             turns += 1;
         }
@@ -1615,16 +1626,12 @@ impl Vm<'_, '_, '_> {
         })
     }
 
-    /// Where a turn of the `Runs` loop at `pc` from `at` ends: its first run, then its
-    /// second, each taken whole within its bounds; `None` when one falls short.
-    fn turn(&mut self, pc: u32, at: u32) -> Result<Option<u32>, Undecided> {
-        let insts = (self.prog.insts.get(pc as usize + 3), self.prog.insts.get(pc as usize + 4));
-        let (Some(&Inst::Repeat { class: a, min: a_min, max: a_max, .. }), Some(&Inst::Repeat { class: b, min: b_min, max: b_max, .. })) = insts
-        else {
-            return Ok(None);
-        };
+    /// Where a turn of a `Runs` loop from `at` ends: its first run, then its second (each
+    /// a class with its bounds), each taken whole within its bounds; `None` when one
+    /// falls short.
+    fn turn(&mut self, runs: [(u16, u16, u16); 2], at: u32) -> Result<Option<u32>, Undecided> {
         let mut end = at;
-        for (class, min, max) in [(a, a_min, a_max), (b, b_min, b_max)] {
+        for (class, min, max) in runs {
             let limit = end + wide(max).min(self.len - end);
             let n = self.run_len(class, self.hay.get(end as usize..limit as usize).unwrap_or(&[])) as u32;
             self.tick(n.max(1))?;
