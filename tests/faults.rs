@@ -157,6 +157,40 @@ fn stalled_client_is_freed_after_timeout_tcp_and_others_are_served_meanwhile() {
 }
 
 #[test]
+fn stalled_client_is_freed_after_timeout_tcp_on_every_kind_of_listener() {
+    // TCP connections may take --timeout-tcp from their listener (Linux), UNIX ones get it
+    // set one by one; --round-robin children accept by themselves.
+    let sock = std::env::temp_dir().join(format!("sift-faults-stall-{}.sock", std::process::id()));
+    let sock_s = sock.to_string_lossy().into_owned();
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("UNIX socket", &["--socketpath", &sock_s], true),
+        ("TCP, --round-robin", &["--round-robin"], false),
+        ("UNIX socket, --round-robin", &["--socketpath", &sock_s, "--round-robin"], true),
+    ];
+    for &(name, extra, unix) in cases {
+        let d = Daemon::start(&[&["--timeout-tcp", "2", "--max-children", "2"], extra].concat());
+        let half = b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf";
+        let stalled_at = Instant::now();
+        let rest = if unix {
+            let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
+            s.write_all(half).expect("write");
+            s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            rest
+        } else {
+            read_rest(stall(d.port))
+        };
+        let after = stalled_at.elapsed();
+        assert!(rest.is_empty(), "{name}: a timed-out request gets no answer: {:?}", String::from_utf8_lossy(&rest));
+        assert!(after >= Duration::from_millis(1500) && after < Duration::from_secs(15), "{name}: freed after {after:?}, --timeout-tcp 2");
+        assert_eq!(check(d.port, GTUBE), Ok(true), "{name}: served after the stall");
+        d.assert_no_sandbox_kill();
+    }
+    let _ = std::fs::remove_file(&sock);
+}
+
+#[test]
 fn sighup_during_load_ten_times_fails_no_request() {
     let d = Daemon::start(&[]);
     let load = Load::start(d.port, 3, Load::DEFAULT);

@@ -62,6 +62,13 @@ pub trait Platform {
         Ok(())
     }
 
+    /// Whether a connection accepted on a TCP listener starts with the listener's
+    /// receive and send timeouts: then `--timeout-tcp` is set once on the listener,
+    /// not with two syscalls on every connection. Default: no (set per connection).
+    fn tcp_connections_inherit_timeouts(&self) -> bool {
+        false
+    }
+
     /// Installs the kernel accept filter `name` on a TCP listener; `Ok(false)` where
     /// the OS has none. Default: none.
     fn set_accept_filter(&self, _listener: RawFd, _name: &str) -> io::Result<bool> {
@@ -213,7 +220,13 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
     }
     .spamd_adjusted();
     let mut policy = Policy::<TABLE>::new(config).map_err(|e| (exit::USAGE, e.to_string()))?;
-    let listeners = bind_all(o, log).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    let mut listeners = bind_all(o, log).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    if platform.tcp_connections_inherit_timeouts() {
+        for l in listeners.iter_mut().filter(|l| l.tcp) {
+            sys::set_socket_timeouts(l.fd.as_raw_fd(), o.timeout_tcp).map_err(|e| (exit::SOFTWARE, format!("--timeout-tcp on {}: {e}", l.name)))?;
+            l.timeouts_inherited = true;
+        }
+    }
     if let Some(name) = &o.accept_filter {
         set_accept_filters(&listeners, name, platform, log)?;
     }
@@ -322,7 +335,7 @@ fn hostname() -> String {
 
 /// Installs `--accept-filter` on the TCP listeners; a system without accept filters logs it and goes on.
 fn set_accept_filters(listeners: &[Listener], name: &str, platform: &dyn Platform, log: &Log) -> Result<(), (i32, String)> {
-    for l in listeners.iter().filter(|l| l.unix_path.is_none()) {
+    for l in listeners.iter().filter(|l| l.tcp) {
         match platform.set_accept_filter(l.fd.as_raw_fd(), name) {
             Ok(true) => {}
             Ok(false) => {
@@ -451,9 +464,13 @@ impl Master<'_> {
                 sys::set_allocations(sys::Allocations::ChildArena);
                 // Close what belongs to the master; exit without running its destructors.
                 drop(master_end);
-                let keep: Vec<RawFd> = if shared.round_robin { self.listeners.iter().map(|l| l.fd.as_raw_fd()).collect() } else { Vec::new() };
+                let keep: Vec<ListenFd> = if shared.round_robin {
+                    self.listeners.iter().map(|l| ListenFd { fd: l.fd.as_raw_fd(), timeouts_inherited: l.timeouts_inherited }).collect()
+                } else {
+                    Vec::new()
+                };
                 for l in &self.listeners {
-                    if !keep.contains(&l.fd.as_raw_fd()) {
+                    if !keep.iter().any(|k| k.fd == l.fd.as_raw_fd()) {
                         let _ = sys::close(l.fd.as_raw_fd());
                     }
                 }
@@ -548,8 +565,7 @@ impl Master<'_> {
                         return;
                     }
                 }
-                let _ = sys::set_socket_timeouts(conn.as_raw_fd(), self.timeout_tcp);
-                if let Err(e) = self.platform.prepare_connection(conn.as_raw_fd()) {
+                if let Err(e) = prepare_connection(conn.as_raw_fd(), l.timeouts_inherited, self.timeout_tcp, self.platform) {
                     self.log.error(&format!("connection on {}: {e}", l.name));
                 }
                 self.pending = Some(conn);
@@ -695,7 +711,7 @@ fn worker(
     master: libc::pid_t,
     shared: &Shared<'_>,
     platform: &dyn Platform,
-    listeners: &[RawFd],
+    listeners: &[ListenFd],
     access: &AccessList,
     log: &Log,
 ) -> i32 {
@@ -817,25 +833,41 @@ fn release_after_large(received: usize, buf: &mut [u8], scratch: &mut Scratch) {
     }
 }
 
+/// A listener as a `--round-robin` child accepts on it.
+#[derive(Debug, Clone, Copy)]
+struct ListenFd {
+    fd: RawFd,
+    /// See [`Listener::timeouts_inherited`].
+    timeouts_inherited: bool,
+}
+
+/// Makes an accepted connection ready to serve: `--timeout-tcp` unless the listener
+/// passed it on, then what the platform adds.
+fn prepare_connection(conn: RawFd, timeouts_inherited: bool, timeout_tcp: u32, platform: &dyn Platform) -> io::Result<()> {
+    if !timeouts_inherited {
+        sys::set_socket_timeouts(conn, timeout_tcp)?;
+    }
+    platform.prepare_connection(conn)
+}
+
 /// Round-robin mode: wait on every listener and accept whatever allowed client comes first.
-fn accept_round_robin(listeners: &[RawFd], channel: RawFd, shared: &Shared<'_>, platform: &dyn Platform, access: &AccessList, log: &Log) -> Option<OwnedFd> {
+fn accept_round_robin(listeners: &[ListenFd], channel: RawFd, shared: &Shared<'_>, platform: &dyn Platform, access: &AccessList, log: &Log) -> Option<OwnedFd> {
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(listeners.len() + 1);
     loop {
         fds.clear();
-        fds.extend(listeners.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
+        fds.extend(listeners.iter().map(|l| libc::pollfd { fd: l.fd, events: libc::POLLIN, revents: 0 }));
         fds.push(libc::pollfd { fd: channel, events: libc::POLLIN, revents: 0 });
         sys::poll(&mut fds, -1).ok()?;
         if fds.last().is_some_and(|p| p.revents != 0) {
             return None; // retired, or the master is gone: the channel closed
         }
-        for p in fds.iter().take(listeners.len()).filter(|p| p.revents != 0) {
+        for (p, l) in fds.iter().zip(listeners).filter(|(p, _)| p.revents != 0) {
             let Ok(Some((conn, peer))) = sys::accept(p.fd, false) else { continue };
             if let Some(ip) = peer.filter(|ip| !access.allows(*ip)) {
                 log.error(&format!("connection from {ip} refused: not in --allowed-ips"));
                 continue;
             }
-            let _ = sys::set_socket_timeouts(conn.as_raw_fd(), shared.timeout_tcp);
-            if let Err(e) = platform.prepare_connection(conn.as_raw_fd()) {
+            if let Err(e) = prepare_connection(conn.as_raw_fd(), l.timeouts_inherited, shared.timeout_tcp, platform) {
                 log.error(&format!("connection: {e}"));
             }
             return Some(conn);

@@ -19,6 +19,12 @@ impl Platform for Linux {
     fn sandbox_child(&self) -> std::io::Result<()> {
         sys::confine_child()
     }
+
+    /// Linux copies a TCP listener's socket options, timeouts included, into each
+    /// connection it accepts (not a UNIX listener's).
+    fn tcp_connections_inherit_timeouts(&self) -> bool {
+        true
+    }
 }
 
 /// The system allocator in the master; pages of its own in each child (see `ForkAllocator`).
