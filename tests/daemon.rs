@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{check, children_of, free_port, raw_request, skip_without_spamc, wait_until, Daemon, GTUBE, HAM};
+use common::{check, children_of, free_port, raw_request, skip_without_spamc, wait_until, Daemon, Load, GTUBE, HAM};
 
 #[test]
 fn spamc_commands_table() {
@@ -73,6 +73,32 @@ fn sequential_requests_are_served_by_one_child() {
     wait_until("50 result lines", Duration::from_secs(10), || d.serving_pids().len() >= 50);
     let pids: BTreeSet<u32> = d.serving_pids().into_iter().collect();
     assert_eq!(pids.len(), 1, "50 sequential requests went to children {pids:?}");
+}
+
+#[test]
+fn max_busy_keeps_concurrent_clients_on_the_fewest_children() {
+    // Four clients at once, four idle children. --max-busy 1: a scan takes far less
+    // than the 100 ms grace, so the lowest-pid child serves (nearly) every request
+    // while the others wait their turn. No cap: the clients spread over the children.
+    let cases: &[(&str, bool)] = &[("1", true), ("0", false)];
+    for &(max_busy, one_child) in cases {
+        let d = Daemon::start(&["--min-children", "4", "--max-spare", "4", "--max-conn-per-child", "10000", "--max-busy", max_busy]);
+        wait_until("four children", Duration::from_secs(10), || d.children().len() == 4);
+        let load = Load::start(d.port, 4, Load::DEFAULT);
+        wait_until("200 requests answered", Duration::from_secs(60), || load.answered() >= 200);
+        let (answered, failed) = load.finish();
+        assert!(failed.is_empty(), "--max-busy {max_busy}: {} of {} requests failed: {failed:?}", failed.len(), answered + failed.len());
+        wait_until("a result line per request", Duration::from_secs(10), || d.serving_pids().len() >= answered);
+        let served = d.serving_pids();
+        let lowest = served.iter().min().copied().unwrap_or(0);
+        let by_lowest = served.iter().filter(|&&p| p == lowest).count();
+        let children: BTreeSet<u32> = served.iter().copied().collect();
+        if one_child {
+            assert!(by_lowest * 10 >= served.len() * 9, "--max-busy 1: child {lowest} served {by_lowest} of {}: {children:?}", served.len());
+        } else {
+            assert!(children.len() >= 2, "no cap: {} requests of four clients went to {children:?} only", served.len());
+        }
+    }
 }
 
 #[test]

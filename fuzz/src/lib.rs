@@ -343,6 +343,8 @@ pub fn prefork(data: &[u8]) {
         spawn_rate_max: usize::from((c >> 4) % 4) + 1,
         tick_ms: 100,
         round_robin: b & 0x80 != 0,
+        max_busy: usize::from(c >> 6),
+        busy_grace_ms: 150,
     };
     let fd_passing = b & 0x40 != 0;
     let Ok(mut policy) = Policy::<PREFORK_N>::new(config) else { return };

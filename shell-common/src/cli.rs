@@ -91,6 +91,9 @@ pub struct DaemonOptions {
     /// Every child accepts on its own (the traditional algorithm, for comparison).
     #[arg(long = "round-robin")]
     pub round_robin: bool,
+    /// Most children serving at once; more connections wait for one to finish (a child serving one for over 100 ms stops counting). Default: the CPUs siftd may run on; 0: no cap.
+    #[arg(long = "max-busy", value_name = "NUM")]
+    pub max_busy: Option<usize>,
     /// Seconds a client may take to send its request.
     #[arg(long = "timeout-tcp", value_name = "SECS", default_value_t = 30)]
     pub timeout_tcp: u32,
@@ -315,6 +318,8 @@ spamc \-c < message.eml
             &["siftd", "--listen=/run/siftd.sock", "--socketowner=mail", "--socketgroup=mail", "--socketmode=0660"],
             &["siftd", "-d", "-r", "/run/siftd.pid", "-u", "siftd", "-g", "siftd", "-x", "-L", "-c", "-l"],
             &["siftd", "--min-children=2", "--min-spare=1", "--max-spare=3", "--max-conn-per-child=100", "--round-robin"],
+            &["siftd", "--max-busy=0"],
+            &["siftd", "--max-busy", "4", "-m", "8"],
             &["siftd", "--timeout-tcp=10", "--timeout-child=60", "--syslog-socket=unix", "--ipv4"],
         ];
         for args in cases {

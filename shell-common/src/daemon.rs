@@ -216,6 +216,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         max_conn_per_child: o.max_conn_per_child,
         timeout_child_secs: o.timeout_child,
         round_robin: o.round_robin,
+        max_busy: o.max_busy.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         ..prefork::Config::default()
     }
     .spamd_adjusted();
@@ -491,17 +492,20 @@ impl Master<'_> {
 
     /// One wake of the master: wait, then turn what happened into policy events.
     fn turn(&mut self, policy: &mut Policy<TABLE>, shared: &Shared<'_>) -> Turn {
-        let tick = policy.config().tick_ms.max(1) as i32;
         if self.act(policy, shared, Event::Tick { now_ms: now_ms(self.clock) }) {
             return Turn::Exit;
         }
+        // Until the next tick, or sooner when a waiting connection's place frees then.
+        let tick = policy.config().tick_ms.max(1);
+        let wake = policy.wake_by_ms().map_or(tick, |t| t.saturating_sub(policy.now_ms()).clamp(1, tick));
+        let timeout = i32::try_from(wake).unwrap_or(i32::MAX);
         let listen = policy.wants_listener() && self.pending.is_none();
         if let Err(e) = self.events.watch_listeners(listen) {
             self.log.error(&format!("event loop: {e}"));
         }
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
-        let turn = match self.events.wait(tick, &mut ready) {
+        let turn = match self.events.wait(timeout, &mut ready) {
             Ok(()) => self.handle(&ready, listen, policy, shared),
             Err(e) => {
                 self.log.error(&format!("event loop: {e}"));

@@ -5,6 +5,10 @@ use core::fmt;
 /// Apache's cap on children spawned in one maintenance tick (`MAX_SPAWN_RATE`).
 pub const SPAWN_RATE_MAX: usize = 32;
 
+/// Default `busy_grace_ms`: far above a typical scan (a few ms), far below a client's
+/// patience.
+pub const BUSY_GRACE_MS: u64 = 100;
+
 /// How the pool scales, with spamd's option names and defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -30,6 +34,15 @@ pub struct Config {
     /// `--round-robin`: every child accepts on its own (the comparison mode); the
     /// policy gives no accept orders and only scales.
     pub round_robin: bool,
+    /// `--max-busy`: most children serving at once that took their connection less
+    /// than `busy_grace_ms` ago; further connections wait for one to finish. A scan
+    /// is CPU work: more at once than CPUs only time-slices them, which costs
+    /// throughput, tail latency and the caches of every extra child put to work.
+    /// 0: no cap (spamd's behaviour).
+    pub max_busy: usize,
+    /// A child serving one connection longer than this (ms) stops counting toward
+    /// `max_busy`: a slow client holds its own child, not the pool.
+    pub busy_grace_ms: u64,
 }
 
 impl Default for Config {
@@ -44,6 +57,8 @@ impl Default for Config {
             spawn_rate_max: SPAWN_RATE_MAX,
             tick_ms: 1000,
             round_robin: false,
+            max_busy: 0,
+            busy_grace_ms: BUSY_GRACE_MS,
         }
     }
 }
@@ -182,6 +197,7 @@ mod tests {
         assert_eq!((c.max_children, c.min_children, c.min_spare, c.max_spare), (5, 1, 1, 2));
         assert_eq!((c.max_conn_per_child, c.timeout_child_secs, c.spawn_rate_max, c.tick_ms), (200, 300, 32, 1000));
         assert!(!c.round_robin);
+        assert_eq!((c.max_busy, c.busy_grace_ms), (0, BUSY_GRACE_MS));
         assert_eq!(c.validate(5), Ok(()));
         assert_eq!(c.timeout_child_ms(), Some(300_000));
     }

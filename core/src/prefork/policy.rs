@@ -154,8 +154,9 @@ impl<'a, const M: usize> IntoIterator for &'a Actions<M> {
 /// accept serialised through the master.
 ///
 /// - A pending connection goes to the lowest-pid idle child, one accept order at a
-///   time; with no idle child it waits (in the backlog) for the first child to
-///   report idle. Nothing is dropped.
+///   time; with no idle child, or `max_busy` children serving within their grace, it
+///   waits (in the backlog) for the first child to report idle or to pass its grace.
+///   Nothing is dropped.
 /// - Each tick: too few idle children (starting ones count as idle, as in Apache)
 ///   → spawn 1, 2, 4, … up to `spawn_rate_max` per tick while the shortage lasts;
 ///   too many → retire the highest-pid idle child, one per tick.
@@ -259,6 +260,33 @@ impl<const N: usize> Policy<N> {
     /// Accept orders given and not yet confirmed.
     pub fn orders_outstanding(&self) -> usize {
         self.table.orders_outstanding()
+    }
+
+    /// When the shell must send a `Tick` even if nothing else happens: a connection
+    /// waits on `max_busy` and a child's `busy_grace_ms` runs out then, freeing a place.
+    pub fn wake_by_ms(&self) -> Option<u64> {
+        if !self.waiting || self.config.max_busy == 0 {
+            return None;
+        }
+        let grace = self.config.busy_grace_ms;
+        self.table.iter().filter(|c| c.state != ChildState::Killed).filter_map(|c| c.busy_since_ms).map(|t| t.saturating_add(grace)).filter(|&t| t > self.now_ms).min()
+    }
+
+    /// Whether `max_busy` children are serving within their grace: no order now.
+    fn at_busy_cap(&self) -> bool {
+        let (cap, grace, now) = (self.config.max_busy, self.config.busy_grace_ms, self.now_ms);
+        cap > 0
+            && self.table.iter().filter(|c| c.state != ChildState::Killed && c.busy_since_ms.is_some_and(|t| now.saturating_sub(t) < grace)).count()
+                >= cap
+    }
+
+    /// The child to give the next connection: the lowest-pid idle one, unless `max_busy`
+    /// children are serving already.
+    fn next_taker(&self) -> Option<Pid> {
+        if self.at_busy_cap() {
+            return None;
+        }
+        self.table.lowest_idle()
     }
 
     /// Spawns asked for and not yet reported.
@@ -559,7 +587,7 @@ impl<const N: usize> Policy<N> {
         if !self.wants_listener() {
             return;
         }
-        match self.table.lowest_idle() {
+        match self.next_taker() {
             Some(pid) => self.order(pid, actions),
             None => {
                 self.waiting = true;
@@ -573,7 +601,7 @@ impl<const N: usize> Policy<N> {
         if !self.waiting || self.config.round_robin || self.shutting_down || self.table.orders_outstanding() > 0 {
             return;
         }
-        if let Some(pid) = self.table.lowest_idle() {
+        if let Some(pid) = self.next_taker() {
             self.waiting = false;
             self.order(pid, actions);
         }
@@ -620,6 +648,7 @@ impl<const N: usize> Policy<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prefork::config::BUSY_GRACE_MS;
     use crate::score::Score;
     use std::vec::Vec;
 
@@ -728,6 +757,64 @@ mod tests {
         assert_eq!(h.on(Event::ConnectionPending), [Action::AcceptOrder { pid: 100 }]);
         assert_eq!(h.policy.stats().protocol_errors, 0);
         assert_eq!(h.policy.stats().accept_orders, 3);
+    }
+
+    #[test]
+    fn max_busy_holds_connections_until_a_child_finishes_or_passes_its_grace() {
+        // (max_busy, how the third connection gets its child, the child, ms waited)
+        enum Freed {
+            Served,
+            Grace,
+        }
+        let cases: &[(usize, Option<Freed>, Pid, u64)] = &[
+            // No cap: the third idle child takes it at once.
+            (0, None, 102, 0),
+            (3, None, 102, 0),
+            // Cap 2: it waits; the first child to finish gets it, being the lowest idle.
+            (2, Some(Freed::Served), 100, 30),
+            // Cap 2 and nobody finishes: once the first child has served longer than
+            // the grace it no longer counts, and the lowest idle child takes it.
+            (2, Some(Freed::Grace), 102, BUSY_GRACE_MS),
+        ];
+        for (max_busy, freed, taker, waited) in cases {
+            let mut h = Harness::new(Config { min_children: 4, max_busy: *max_busy, ..Config::default() });
+            assert_eq!(h.start(), [100, 101, 102, 103]);
+            let start = h.now;
+            assert_eq!(h.on(Event::ConnectionPending), [Action::AcceptOrder { pid: 100 }]);
+            assert_eq!(h.on(Event::Accepted { pid: 100 }), []);
+            h.now += 10;
+            assert_eq!(h.on(Event::ConnectionPending), [Action::AcceptOrder { pid: 101 }]);
+            assert_eq!(h.on(Event::Accepted { pid: 101 }), []);
+            let third = h.on(Event::ConnectionPending);
+            match freed {
+                None => {
+                    assert_eq!(third, [Action::AcceptOrder { pid: *taker }], "max_busy {max_busy}");
+                    assert_eq!(h.policy.wake_by_ms(), None);
+                    continue;
+                }
+                Some(_) => {
+                    assert_eq!(third, [], "max_busy {max_busy}: the third waits");
+                    assert!(h.policy.waiting() && !h.policy.wants_listener());
+                    assert_eq!(h.policy.wake_by_ms(), Some(start + BUSY_GRACE_MS), "the first child's grace ends first");
+                }
+            }
+            let got = match freed {
+                Some(Freed::Served) => {
+                    h.now = start + waited;
+                    assert_eq!(h.on(Event::Tick { now_ms: h.now }), [], "a tick within the grace frees nothing");
+                    h.send(100, RecordKind::Served)
+                }
+                _ => {
+                    h.now = start + waited - 1;
+                    assert_eq!(h.on(Event::Tick { now_ms: h.now }), [], "one ms before the grace ends");
+                    h.tick(1)
+                }
+            };
+            assert_eq!(got, [Action::AcceptOrder { pid: *taker }], "max_busy {max_busy}");
+            assert!(!h.policy.waiting());
+            assert_eq!(h.policy.wake_by_ms(), None);
+            assert_eq!(h.policy.stats().protocol_errors, 0);
+        }
     }
 
     #[test]

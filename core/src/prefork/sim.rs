@@ -8,7 +8,7 @@ use std::vec::Vec;
 use super::config::Config;
 use super::policy::{Action, Actions, Event, Policy, ACTIONS_SLACK};
 use super::record::{encode, Record, RecordKind, RecordReader};
-use super::table::Pid;
+use super::table::{ChildState, Pid};
 use crate::score::Score;
 
 const CAP: usize = 64;
@@ -629,6 +629,17 @@ impl Sim {
         assert!(alive <= config.max_children, "{alive} alive > max {}", config.max_children);
         self.report.max_processes = self.report.max_processes.max(alive);
         assert!(self.policy.orders_outstanding() <= 1);
+        // Round-robin children take connections on their own: no cap there.
+        if config.max_busy > 0 && !config.round_robin {
+            let (now, grace) = (self.policy.now_ms(), config.busy_grace_ms);
+            let counted = self
+                .policy
+                .table()
+                .iter()
+                .filter(|c| c.state != ChildState::Killed && c.busy_since_ms.is_some_and(|t| now.saturating_sub(t) < grace))
+                .count();
+            assert!(counted <= config.max_busy, "{counted} children serving within their grace > max_busy {}", config.max_busy);
+        }
         let s = self.policy.stats();
         assert_eq!(s.bad_records, 0);
         assert_eq!(s.seq_gaps, 0);
@@ -709,6 +720,23 @@ mod tests {
             let times: Vec<u64> = r.retires.iter().map(|(t, _)| *t).collect();
             assert!(times.windows(2).all(|w| w[1] - w[0] == 1000), "{times:?}");
             assert!(sim.policy.stats().waits > 0);
+        }
+    }
+
+    #[test]
+    fn max_busy_keeps_concurrent_load_on_that_many_children() {
+        // Eight clients at once; scans of 40 ms (inside the grace) or 500 ms (past it).
+        // (max_busy, service ms, children that serve)
+        let cases: &[(usize, u64, usize)] = &[(2, 40, 2), (1, 40, 1), (0, 40, 5), (2, 500, 5)];
+        for &(max_busy, service_ms, serving) in cases {
+            let clients: Vec<Client> = (0..8).map(|i| Client { start_ms: 2_000 + i, requests: 40, service_ms, think_ms: 0 }).collect();
+            for handoff in [Handoff::ChildAccept, Handoff::FdPassing] {
+                let config = Config { max_busy, max_conn_per_child: 1_000, ..Config::default() };
+                let mut sim = Sim::new(config, handoff, &clients, 11);
+                let r = sim.run(900_000, 15_000);
+                assert_eq!((r.completed, r.lost), (8 * 40, 0), "max_busy {max_busy}, {handoff:?}");
+                assert_eq!(r.served_by.len(), serving, "max_busy {max_busy}, {service_ms} ms, {handoff:?}: {:?}", r.served_by);
+            }
         }
     }
 
@@ -826,6 +854,7 @@ mod tests {
                 timeout_child_secs: rng.range(3, 20) as u32,
                 round_robin: rng.chance(20),
                 tick_ms: rng.range(200, 2000),
+                max_busy: rng.range(0, 4) as usize,
                 ..Config::default()
             };
             let clients: Vec<Client> = (0..rng.range(1, 12))
