@@ -265,7 +265,8 @@ impl<const N: usize> Policy<N> {
     /// When the shell must send a `Tick` even if nothing else happens: a connection
     /// waits on `max_busy` and a child's `busy_grace_ms` runs out then, freeing a place.
     pub fn wake_by_ms(&self) -> Option<u64> {
-        if !self.waiting || self.config.max_busy == 0 {
+        // Only the cap can hold a connection while a child is idle.
+        if !self.waiting || self.config.max_busy == 0 || self.table.lowest_idle().is_none() {
             return None;
         }
         let grace = self.config.busy_grace_ms;
@@ -819,12 +820,13 @@ mod tests {
 
     #[test]
     fn waiting_connection_goes_to_first_child_reporting_idle() {
-        let mut h = Harness::new(Config::default());
+        let mut h = Harness::new(Config { max_busy: 1, ..Config::default() });
         let [a] = h.start()[..] else { panic!("one child") };
         assert_eq!(h.on(Event::ConnectionPending), [Action::AcceptOrder { pid: a }]);
         h.send(a, RecordKind::Busy);
         assert_eq!(h.on(Event::ConnectionPending), []);
         assert!(h.policy.waiting());
+        assert_eq!(h.policy.wake_by_ms(), None, "no idle child: the end of a grace frees nothing");
         assert!(!h.policy.wants_listener());
         assert_eq!(h.policy.stats().waits, 1);
         assert_eq!(h.on(Event::ConnectionPending), []);
