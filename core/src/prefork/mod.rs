@@ -13,6 +13,9 @@
 //!   comparison mode ([`Config::round_robin`]) in which the policy only scales.
 //! - No idle child: the connection waits in the backlog and goes to the first child
 //!   that reports idle. Nothing is dropped.
+//! - At most [`Config::max_busy`] children serve at once (each counted for the first
+//!   [`Config::busy_grace_ms`] of its connection); a further connection waits the
+//!   same way. Scans are CPU work: past the CPUs, more at once only take turns.
 //! - Too few idle children: spawn 1, 2, 4, … per tick up to 32 while the shortage
 //!   lasts, never above `max_children`. Too many: retire the highest-pid idle child,
 //!   one per tick.
@@ -22,7 +25,8 @@
 //!
 //! # Shell contract
 //! - Send `Tick` with the current time at start-up and whenever the master wakes
-//!   (at least every [`Config::tick_ms`]): busy times are measured from it.
+//!   (at least every [`Config::tick_ms`], and by [`Policy::wake_by_ms`] when it says
+//!   so): busy times are measured from it.
 //! - Poll the listeners only while [`Policy::wants_listener`]; report a readable one
 //!   as `ConnectionPending`. At most one accept order is outstanding, so a
 //!   level-triggered repeat never hands one connection to two children.
