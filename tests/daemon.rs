@@ -76,6 +76,23 @@ fn sequential_requests_are_served_by_one_child() {
 }
 
 #[test]
+fn children_are_replaced_only_after_max_conn_per_child_when_given() {
+    // spamd replaces a child after 200 connections; siftd's keep their warm caches unless
+    // told. 250 sequential requests: (options, children that serve them).
+    let cases: &[(&[&str], usize)] = &[(&[], 1), (&["--max-conn-per-child", "100"], 3)];
+    for &(extra, serving) in cases {
+        let d = Daemon::start(extra);
+        for i in 0..250 {
+            let spam = i % 2 == 0;
+            assert_eq!(check(d.port, if spam { GTUBE } else { HAM }), Ok(spam), "{extra:?}: request {i}");
+        }
+        wait_until("a result line per request", Duration::from_secs(10), || d.serving_pids().len() >= 250);
+        let pids: BTreeSet<u32> = d.serving_pids().into_iter().collect();
+        assert_eq!(pids.len(), serving, "{extra:?}: 250 sequential requests went to {pids:?}");
+    }
+}
+
+#[test]
 fn max_busy_keeps_concurrent_clients_on_the_fewest_children() {
     // Four clients at once, four idle children. --max-busy 1: a scan takes far less
     // than the 100 ms grace, so the lowest-pid child serves (nearly) every request

@@ -38,7 +38,7 @@ pub struct Options {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Daemon options (spamd's names and defaults).
+    /// Daemon options (spamd's names and, but for `--max-conn-per-child`, its defaults).
     #[command(flatten)]
     pub daemon: DaemonOptions,
 }
@@ -85,9 +85,9 @@ pub struct DaemonOptions {
     /// Most idle children kept.
     #[arg(long = "max-spare", value_name = "NUM", default_value_t = 2)]
     pub max_spare: usize,
-    /// Connections a child serves before it is replaced.
-    #[arg(long = "max-conn-per-child", value_name = "NUM", default_value_t = 200)]
-    pub max_conn_per_child: u32,
+    /// Connections a child serves before it is replaced. Default: no limit (spamd's 200 guards against Perl's leaks; a siftd child's memory is bounded, and a new child builds its DFA caches again).
+    #[arg(long = "max-conn-per-child", value_name = "NUM")]
+    pub max_conn_per_child: Option<u32>,
     /// Every child accepts on its own (the traditional algorithm, for comparison).
     #[arg(long = "round-robin")]
     pub round_robin: bool,

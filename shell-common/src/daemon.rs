@@ -213,7 +213,7 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
         min_children: o.min_children,
         min_spare: o.min_spare,
         max_spare: o.max_spare,
-        max_conn_per_child: o.max_conn_per_child,
+        max_conn_per_child: o.max_conn_per_child.unwrap_or(u32::MAX),
         timeout_child_secs: o.timeout_child,
         round_robin: o.round_robin,
         max_busy: o.max_busy.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

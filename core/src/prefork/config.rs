@@ -22,7 +22,8 @@ pub struct Config {
     /// `--max-spare`: more idle children than this and the pool shrinks.
     pub max_spare: usize,
     /// `--max-conn-per-child`: a child that has taken this many connections is
-    /// retired and replaced.
+    /// retired and replaced (spamd's default; siftd's daemon sets `u32::MAX` unless
+    /// told, since its children hold their memory bounded and warm caches are worth keeping).
     pub max_conn_per_child: u32,
     /// `--timeout-child`, seconds: a child busy (or starting, or retiring) longer is
     /// killed. 0 disables.

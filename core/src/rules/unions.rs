@@ -28,7 +28,7 @@ const UNION_LIMIT: usize = 256 * 1024;
 pub(crate) const UNION_MEMBERS: usize = 64;
 /// Most NFA states of the members of one lazy union. A bigger union saves more passes
 /// once its cache is warm, but each of its states joins more members' states, so a young
-/// worker (spamd's `--max-conn-per-child` is 200) builds more of them, each costlier:
+/// worker (replaced every 200 connections under spamd's `--max-conn-per-child`) builds more of them, each costlier:
 /// with the stock rules, unions up to 15,000 states took 13% off a warm scan's
 /// instructions and added 11% to a new worker's first 200 messages; up to 4,000, 10%
 /// off and 1% off.
