@@ -91,7 +91,7 @@ pub struct DaemonOptions {
     /// Every child accepts on its own (the traditional algorithm, for comparison).
     #[arg(long = "round-robin")]
     pub round_robin: bool,
-    /// Most children serving at once; more connections wait for one to finish (a child serving one for over 100 ms stops counting). Default: the CPUs siftd may run on; 0: no cap.
+    /// Most children serving at once; more connections wait for one to finish (a child serving one for over 100 ms stops counting). Default: the CPUs siftd may run on; 0: no cap. Not with --round-robin, whose children accept on their own.
     #[arg(long = "max-busy", value_name = "NUM")]
     pub max_busy: Option<usize>,
     /// Seconds a client may take to send its request.
