@@ -50,7 +50,7 @@ pub struct Stats {
     pub crashed: u64,
     /// Accept orders given.
     pub accept_orders: u64,
-    /// Connections that found no idle child and had to wait.
+    /// Connections that had to wait: no idle child, or `max_busy` children serving.
     pub waits: u64,
     /// Reloads handled.
     pub reloads: u64,
@@ -157,7 +157,7 @@ pub fn write_prometheus(stats: &Stats, out: &mut impl fmt::Write) -> fmt::Result
     counter(out, "sift_children_exited_total", "Children reaped.", stats.exited)?;
     counter(out, "sift_children_crashed_total", "Children that exited unbidden.", stats.crashed)?;
     counter(out, "sift_accept_orders_total", "Connections handed to a child.", stats.accept_orders)?;
-    counter(out, "sift_connections_waited_total", "Connections that found no idle child.", stats.waits)?;
+    counter(out, "sift_connections_waited_total", "Connections that waited: no idle child, or --max-busy children serving.", stats.waits)?;
     counter(out, "sift_reloads_total", "Reloads handled.", stats.reloads)?;
     metric_head(out, "sift_backchannel_errors_total", "counter", "Back-channel records refused or out of place.")?;
     for (kind, n) in
