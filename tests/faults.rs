@@ -117,7 +117,7 @@ fn four_times_more_clients_than_children_are_all_answered() {
     eprintln!("{} requests from {CLIENTS} clients answered by at most {most} children", results.len());
     assert_eq!(most, CHILDREN, "the pool grows to --max-children and never above");
     wait_until("a result line per request", Duration::from_secs(5), || d.serving_pids().len() == CLIENTS * ROUNDS);
-    // The statistics line counts connections that found no idle child.
+    // The statistics line counts connections that waited (no idle child, or the cap).
     d.signal("USR1");
     wait_until("the statistics line", Duration::from_secs(5), || d.log_text().contains(" waits "));
     let text = d.log_text();
@@ -153,6 +153,28 @@ fn stalled_client_is_freed_after_timeout_tcp_and_others_are_served_meanwhile() {
     wait_until("the freed child to serve again", Duration::from_secs(10), || {
         check(d.port, GTUBE) == Ok(true) && d.serving_pids().contains(&stalled_child)
     });
+    d.assert_no_sandbox_kill();
+}
+
+#[test]
+fn stalled_client_does_not_hold_the_max_busy_cap() {
+    // --max-busy 1 and a client that never finishes its request: after the 100 ms grace
+    // its child stops counting, so the others are served long before --timeout-tcp, and
+    // the master wakes when the grace ends, not at its next 1 s tick (here: about 50 ms
+    // in all; without that wake about 1 s, without the grace 10 s).
+    let d = Daemon::start(&["--max-busy", "1", "--min-children", "2", "--timeout-tcp", "10"]);
+    wait_until("two children", Duration::from_secs(10), || d.children().len() == 2);
+    let stalled = stall(d.port);
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    for i in 0..4 {
+        let spam = i % 2 == 0;
+        assert_eq!(check(d.port, if spam { GTUBE } else { HAM }), Ok(spam), "request {i} during the stall");
+    }
+    let took = started.elapsed();
+    eprintln!("4 requests beside a stalled client under --max-busy 1: {took:?}");
+    assert!(took < Duration::from_millis(600), "4 requests took {took:?} beside a stalled client, --timeout-tcp 10");
+    drop(stalled);
     d.assert_no_sandbox_kill();
 }
 
