@@ -221,12 +221,9 @@ fn start(options: &crate::cli::Options, platform: &dyn Platform, log: &Log) -> R
     }
     .spamd_adjusted();
     let mut policy = Policy::<TABLE>::new(config).map_err(|e| (exit::USAGE, e.to_string()))?;
-    let mut listeners = bind_all(o, log).map_err(|e| (exit::CONFIG, e.to_string()))?;
-    if platform.tcp_connections_inherit_timeouts() {
-        for l in listeners.iter_mut().filter(|l| l.tcp) {
-            sys::set_socket_timeouts(l.fd.as_raw_fd(), o.timeout_tcp).map_err(|e| (exit::SOFTWARE, format!("--timeout-tcp on {}: {e}", l.name)))?;
-            l.timeouts_inherited = true;
-        }
+    let listeners = bind_all(o, log).map_err(|e| (exit::CONFIG, e.to_string()))?;
+    for l in listeners.iter().filter(|l| timeouts_inherited(l, platform)) {
+        sys::set_socket_timeouts(l.fd.as_raw_fd(), o.timeout_tcp).map_err(|e| (exit::SOFTWARE, format!("--timeout-tcp on {}: {e}", l.name)))?;
     }
     if let Some(name) = &o.accept_filter {
         set_accept_filters(&listeners, name, platform, log)?;
@@ -465,13 +462,10 @@ impl Master<'_> {
                 sys::set_allocations(sys::Allocations::ChildArena);
                 // Close what belongs to the master; exit without running its destructors.
                 drop(master_end);
-                let keep: Vec<ListenFd> = if shared.round_robin {
-                    self.listeners.iter().map(|l| ListenFd { fd: l.fd.as_raw_fd(), timeouts_inherited: l.timeouts_inherited }).collect()
-                } else {
-                    Vec::new()
-                };
-                for l in &self.listeners {
-                    if !keep.iter().any(|k| k.fd == l.fd.as_raw_fd()) {
+                // A round-robin child accepts on every listener; others need none.
+                let keep: &[Listener] = if shared.round_robin { &self.listeners } else { &[] };
+                if keep.is_empty() {
+                    for l in &self.listeners {
                         let _ = sys::close(l.fd.as_raw_fd());
                     }
                 }
@@ -484,7 +478,7 @@ impl Master<'_> {
                     let _ = sys::close(p.as_raw_fd());
                 }
                 self.events.forget_in_child();
-                let code = worker(child_end, master, shared, self.platform, &keep, &self.access, self.log);
+                let code = worker(child_end, master, shared, self.platform, keep, &self.access, self.log);
                 sys::exit_now(code)
             }
         }
@@ -569,7 +563,7 @@ impl Master<'_> {
                         return;
                     }
                 }
-                if let Err(e) = prepare_connection(conn.as_raw_fd(), l.timeouts_inherited, self.timeout_tcp, self.platform) {
+                if let Err(e) = prepare_connection(conn.as_raw_fd(), l, self.timeout_tcp, self.platform) {
                     self.log.error(&format!("connection on {}: {e}", l.name));
                 }
                 self.pending = Some(conn);
@@ -715,7 +709,7 @@ fn worker(
     master: libc::pid_t,
     shared: &Shared<'_>,
     platform: &dyn Platform,
-    listeners: &[ListenFd],
+    listeners: &[Listener],
     access: &AccessList,
     log: &Log,
 ) -> i32 {
@@ -837,29 +831,27 @@ fn release_after_large(received: usize, buf: &mut [u8], scratch: &mut Scratch) {
     }
 }
 
-/// A listener as a `--round-robin` child accepts on it.
-#[derive(Debug, Clone, Copy)]
-struct ListenFd {
-    fd: RawFd,
-    /// See [`Listener::timeouts_inherited`].
-    timeouts_inherited: bool,
+/// Whether connections accepted on `l` carry `--timeout-tcp` from it (set on it at
+/// start-up; see [`Platform::tcp_connections_inherit_timeouts`]).
+fn timeouts_inherited(l: &Listener, platform: &dyn Platform) -> bool {
+    l.tcp && platform.tcp_connections_inherit_timeouts()
 }
 
-/// Makes an accepted connection ready to serve: `--timeout-tcp` unless the listener
-/// passed it on, then what the platform adds.
-fn prepare_connection(conn: RawFd, timeouts_inherited: bool, timeout_tcp: u32, platform: &dyn Platform) -> io::Result<()> {
-    if !timeouts_inherited {
+/// Makes a connection accepted on `l` ready to serve: `--timeout-tcp` unless the
+/// listener passed it on, then what the platform adds.
+fn prepare_connection(conn: RawFd, l: &Listener, timeout_tcp: u32, platform: &dyn Platform) -> io::Result<()> {
+    if !timeouts_inherited(l, platform) {
         sys::set_socket_timeouts(conn, timeout_tcp)?;
     }
     platform.prepare_connection(conn)
 }
 
 /// Round-robin mode: wait on every listener and accept whatever allowed client comes first.
-fn accept_round_robin(listeners: &[ListenFd], channel: RawFd, shared: &Shared<'_>, platform: &dyn Platform, access: &AccessList, log: &Log) -> Option<OwnedFd> {
+fn accept_round_robin(listeners: &[Listener], channel: RawFd, shared: &Shared<'_>, platform: &dyn Platform, access: &AccessList, log: &Log) -> Option<OwnedFd> {
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(listeners.len() + 1);
     loop {
         fds.clear();
-        fds.extend(listeners.iter().map(|l| libc::pollfd { fd: l.fd, events: libc::POLLIN, revents: 0 }));
+        fds.extend(listeners.iter().map(|l| libc::pollfd { fd: l.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         fds.push(libc::pollfd { fd: channel, events: libc::POLLIN, revents: 0 });
         sys::poll(&mut fds, -1).ok()?;
         if fds.last().is_some_and(|p| p.revents != 0) {
@@ -871,7 +863,7 @@ fn accept_round_robin(listeners: &[ListenFd], channel: RawFd, shared: &Shared<'_
                 log.error(&format!("connection from {ip} refused: not in --allowed-ips"));
                 continue;
             }
-            if let Err(e) = prepare_connection(conn.as_raw_fd(), l.timeouts_inherited, shared.timeout_tcp, platform) {
+            if let Err(e) = prepare_connection(conn.as_raw_fd(), l, shared.timeout_tcp, platform) {
                 log.error(&format!("connection: {e}"));
             }
             return Some(conn);

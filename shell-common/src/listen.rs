@@ -21,9 +21,6 @@ pub struct Listener {
     pub name: String,
     /// A TCP socket (else a UNIX one).
     pub tcp: bool,
-    /// Connections accepted on it already carry `--timeout-tcp` (see
-    /// [`crate::daemon::Platform::tcp_connections_inherit_timeouts`]): none to set per connection.
-    pub timeouts_inherited: bool,
 }
 
 /// Why the daemon could not start.
@@ -133,7 +130,7 @@ fn bind(o: &DaemonOptions, log: &Log) -> Result<Vec<Listener>, StartError> {
     for spec in specs {
         match spec {
             ListenSpec::Tcp(addr) => match TcpListener::bind(addr) {
-                Ok(l) => out.push(Listener { fd: OwnedFd::from(l), unix_path: None, name: addr.to_string(), tcp: true, timeouts_inherited: false }),
+                Ok(l) => out.push(Listener { fd: OwnedFd::from(l), unix_path: None, name: addr.to_string(), tcp: true }),
                 // The default ::1 may be missing where IPv6 is off; 127.0.0.1 suffices then.
                 Err(e) if defaults && addr.is_ipv6() => log.info(&format!("not listening on {addr}: {e}")),
                 Err(e) => return Err(StartError::Bind(addr.to_string(), e)),
@@ -147,7 +144,7 @@ fn bind(o: &DaemonOptions, log: &Log) -> Result<Vec<Listener>, StartError> {
                 }
                 let l = UnixListener::bind(&path).map_err(|e| StartError::Bind(path.display().to_string(), e))?;
                 sys::chown_chmod(&path, owner.as_ref().map(|a| a.uid), group, mode).map_err(|e| StartError::Bind(path.display().to_string(), e))?;
-                out.push(Listener { fd: OwnedFd::from(l), unix_path: Some(path.clone()), name: path.display().to_string(), tcp: false, timeouts_inherited: false });
+                out.push(Listener { fd: OwnedFd::from(l), unix_path: Some(path.clone()), name: path.display().to_string(), tcp: false });
             }
         }
     }
@@ -207,10 +204,10 @@ fn adopt(fd: RawFd, fd_name: Option<&str>) -> Result<Listener, StartError> {
             let a = unix.local_addr().map_err(|e| StartError::Activation(format!("fd {fd} is neither a TCP nor a UNIX socket: {e}")))?;
             let shown = a.as_pathname().map_or_else(|| "(unnamed UNIX socket)".to_string(), |p| p.display().to_string());
             let fd = OwnedFd::from(unix);
-            return Ok(Listener { fd, unix_path: None, name: passed_name(&shown, fd_name), tcp: false, timeouts_inherited: false });
+            return Ok(Listener { fd, unix_path: None, name: passed_name(&shown, fd_name), tcp: false });
         }
     };
-    Ok(Listener { fd: OwnedFd::from(tcp), unix_path: None, name: passed_name(&address, fd_name), tcp: true, timeouts_inherited: false })
+    Ok(Listener { fd: OwnedFd::from(tcp), unix_path: None, name: passed_name(&address, fd_name), tcp: true })
 }
 
 fn passed_name(address: &str, fd_name: Option<&str>) -> String {
