@@ -275,10 +275,8 @@ impl<const N: usize> Policy<N> {
 
     /// Whether `max_busy` children are serving within their grace: no order now.
     fn at_busy_cap(&self) -> bool {
-        let (cap, grace, now) = (self.config.max_busy, self.config.busy_grace_ms, self.now_ms);
-        cap > 0
-            && self.table.iter().filter(|c| c.state != ChildState::Killed && c.busy_since_ms.is_some_and(|t| now.saturating_sub(t) < grace)).count()
-                >= cap
+        let cap = self.config.max_busy;
+        cap > 0 && self.table.busy_within(self.now_ms, self.config.busy_grace_ms) >= cap
     }
 
     /// The child to give the next connection: the lowest-pid idle one, unless `max_busy`

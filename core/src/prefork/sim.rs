@@ -8,7 +8,7 @@ use std::vec::Vec;
 use super::config::Config;
 use super::policy::{Action, Actions, Event, Policy, ACTIONS_SLACK};
 use super::record::{encode, Record, RecordKind, RecordReader};
-use super::table::{ChildState, Pid};
+use super::table::Pid;
 use crate::score::Score;
 
 const CAP: usize = 64;
@@ -631,13 +631,7 @@ impl Sim {
         assert!(self.policy.orders_outstanding() <= 1);
         // Round-robin children take connections on their own: no cap there.
         if config.max_busy > 0 && !config.round_robin {
-            let (now, grace) = (self.policy.now_ms(), config.busy_grace_ms);
-            let counted = self
-                .policy
-                .table()
-                .iter()
-                .filter(|c| c.state != ChildState::Killed && c.busy_since_ms.is_some_and(|t| now.saturating_sub(t) < grace))
-                .count();
+            let counted = self.policy.table().busy_within(self.policy.now_ms(), config.busy_grace_ms);
             assert!(counted <= config.max_busy, "{counted} children serving within their grace > max_busy {}", config.max_busy);
         }
         let s = self.policy.stats();

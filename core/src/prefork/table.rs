@@ -214,6 +214,15 @@ impl<const N: usize> ChildTable<N> {
         self.children.iter().filter(|c| c.awaiting_accept).count()
     }
 
+    /// Children not killed that took their connection less than `grace_ms` before
+    /// `now_ms`: those `Config::max_busy` counts.
+    pub fn busy_within(&self, now_ms: u64, grace_ms: u64) -> usize {
+        self.children
+            .iter()
+            .filter(|c| c.state != ChildState::Killed && c.busy_since_ms.is_some_and(|t| now_ms.saturating_sub(t) < grace_ms))
+            .count()
+    }
+
     /// Children per state.
     pub fn counts(&self) -> StateCounts {
         let mut n = StateCounts::default();
@@ -281,6 +290,28 @@ mod tests {
             let t = table(entries);
             assert_eq!(t.lowest_idle(), *low, "{entries:?}");
             assert_eq!(t.highest_idle(), *high, "{entries:?}");
+        }
+    }
+
+    #[test]
+    fn busy_within_table() {
+        use ChildState::*;
+        // (state, busy since ms) per child; at 1,000 ms with a 100 ms grace.
+        type Busy = &'static [(ChildState, Option<u64>)];
+        let cases: &[(Busy, usize)] = &[
+            (&[], 0),
+            (&[(Idle, None), (Starting, None)], 0),
+            (&[(Busy, Some(950)), (Busy, Some(901)), (Busy, Some(900)), (Busy, Some(10))], 2),
+            (&[(Retiring, Some(990)), (Killed, Some(990)), (Busy, Some(1_000))], 2),
+        ];
+        for (children, want) in cases {
+            let mut t: ChildTable<8> = ChildTable::new();
+            for (i, &(state, since)) in children.iter().enumerate() {
+                let mut c = Child::starting(i as Pid + 1, 0);
+                (c.state, c.busy_since_ms) = (state, since);
+                assert_eq!(t.insert(c), Ok(None));
+            }
+            assert_eq!(t.busy_within(1_000, 100), *want, "{children:?}");
         }
     }
 
