@@ -13,16 +13,19 @@ use std::time::{Duration, Instant};
 
 use common::{check, check_request, is_gone, raw_request, wait_until, Daemon, Load, GTUBE, HAM};
 
+/// What a stalling client sends: half a request, then nothing.
+const HALF_REQUEST: &[u8] = b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf";
+
 /// A client that sends half a request and then nothing: keeps one child busy reading.
 fn stall(port: u16) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.write_all(b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf").expect("write");
+    s.write_all(HALF_REQUEST).expect("write");
     s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
     s
 }
 
 /// Reads until the server closes; what came back.
-fn read_rest(mut s: TcpStream) -> Vec<u8> {
+fn read_rest(mut s: impl Read) -> Vec<u8> {
     let mut rest = Vec::new();
     let _ = s.read_to_end(&mut rest);
     rest
@@ -191,15 +194,12 @@ fn stalled_client_is_freed_after_timeout_tcp_on_every_kind_of_listener() {
     ];
     for &(name, extra, unix) in cases {
         let d = Daemon::start(&[&["--timeout-tcp", "2", "--max-children", "2"], extra].concat());
-        let half = b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf";
         let stalled_at = Instant::now();
         let rest = if unix {
             let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
-            s.write_all(half).expect("write");
+            s.write_all(HALF_REQUEST).expect("write");
             s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
-            let mut rest = Vec::new();
-            let _ = s.read_to_end(&mut rest);
-            rest
+            read_rest(s)
         } else {
             read_rest(stall(d.port))
         };
