@@ -1207,6 +1207,7 @@ fn count_from(matcher: &Matcher, hay: &[u8], starts: &[u32], max: u32, engines: 
 fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Option<HalfMatch> {
     match matcher {
         Matcher::Dense(dfa) => dfa.try_search_fwd(input).ok().flatten(),
+        Matcher::Narrow(dfa) => dfa.find(input),
         Matcher::Lazy(i) => engines.lazy(*i).and_then(|(dfa, cache)| dfa.try_search_fwd(cache, input).ok().flatten()),
         Matcher::Backtrack { .. } | Matcher::Repeat(_) => None,
     }

@@ -22,6 +22,7 @@ use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::literal::LiteralAutomaton;
+use super::narrow::NarrowDfa;
 use super::repeat::{self, Openings, Repeat};
 use super::unions::{Union, UnionAutomaton, UnionKind, UnionPlan};
 use super::perl;
@@ -251,9 +252,15 @@ pub(crate) struct RuleInfo {
     pub(crate) max_hits: u32,
 }
 
+/// How many jobs turn dense DFAs into narrow ones at load.
+const NARROW_JOBS: usize = 8;
+
 /// A regex ready to run: dense when small enough, lazy otherwise.
 pub(crate) enum Matcher {
     Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
+    /// A dense DFA in 16-bit rows: what [`Matcher::Dense`] becomes once the rules are
+    /// compiled, unless a union walks it.
+    Narrow(alloc::boxed::Box<super::narrow::NarrowDfa>),
     /// Index into `RuleSet::lazy_dfas` and the scratch's caches.
     Lazy(usize),
     /// A Perl pattern with lookaround or backreferences: its relaxed form (which matches
@@ -264,6 +271,30 @@ pub(crate) enum Matcher {
     /// matches: its own DFA would be too big (see [`super::repeat`]). Whether a line
     /// matches, no more: only for rules that count one hit.
     Repeat(alloc::boxed::Box<Repeat>),
+}
+
+impl Matcher {
+    /// The dense DFA that decides or screens, if it is one.
+    fn dense(&self) -> Option<&dense::DFA<Vec<u32>>> {
+        match self {
+            Matcher::Dense(dfa) => Some(dfa),
+            Matcher::Backtrack { relaxed, .. } => relaxed.dense(),
+            Matcher::Narrow(_) | Matcher::Lazy(_) | Matcher::Repeat(_) => None,
+        }
+    }
+
+    /// Turns its dense DFA (the decider or the screen) into a [`NarrowDfa`] where one fits.
+    pub(super) fn narrow(&mut self) {
+        match self {
+            Matcher::Dense(dfa) => {
+                if let Some(narrow) = NarrowDfa::of(dfa) {
+                    *self = Matcher::Narrow(alloc::boxed::Box::new(narrow));
+                }
+            }
+            Matcher::Backtrack { relaxed, .. } => relaxed.narrow(),
+            Matcher::Narrow(_) | Matcher::Lazy(_) | Matcher::Repeat(_) => {}
+        }
+    }
 }
 
 /// One compiled pattern of a target.
@@ -1093,9 +1124,53 @@ impl RuleSet {
         // MIME header checks by name: a part's header finds its checks by binary search.
         set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
         set.prefilters = Prefilters::default();
+        if set.dense {
+            set.narrow_dense(spread);
+        }
         // Lint lists them in the order the rule files define them.
         set.disabled.sort_by_key(|d| d.rule);
         Ok(set)
+    }
+
+    /// Makes the dense DFAs no union walks [`NarrowDfa`]s: the same automata in about a
+    /// third of the memory, which every child shares. In jobs for `spread`.
+    fn narrow_dense(&mut self, spread: Spread<'_>) {
+        let mut matchers: Vec<&mut Matcher> = Vec::new();
+        for program in [&mut self.body, &mut self.rawbody, &mut self.full, &mut self.uri] {
+            // A union of one walks its member's own DFA.
+            let mut walked = alloc::vec![false; program.patterns.len()];
+            for union in program.unions.iter().filter(|u| matches!(u.automaton, UnionAutomaton::Own)) {
+                for &member in &union.members {
+                    if let Some(w) = walked.get_mut(member as usize) {
+                        *w = true;
+                    }
+                }
+            }
+            matchers.extend(program.patterns.iter_mut().zip(walked).filter(|(_, walked)| !walked).map(|(p, _)| &mut p.matcher));
+        }
+        for check in &mut self.headers {
+            if let HeaderCheckTest::Matches(m) | HeaderCheckTest::NotMatches(m) = &mut check.test {
+                matchers.push(m);
+            }
+        }
+        matchers.extend(self.mimeheaders.iter_mut().map(|c| &mut c.matcher));
+        matchers.retain(|m| m.dense().is_some());
+        // Jobs of about equal bytes, so that the threads finish together.
+        let total: usize = matchers.iter().filter_map(|m| m.dense()).map(|d| d.memory_usage()).sum();
+        let share = total / NARROW_JOBS + 1;
+        let mut jobs: Vec<Job<'_>> = Vec::new();
+        let mut batch: Vec<&mut Matcher> = Vec::new();
+        let mut bytes = 0;
+        for m in matchers {
+            bytes += m.dense().map_or(0, |d| d.memory_usage());
+            batch.push(m);
+            if bytes >= share {
+                jobs.push(Job(Work::Narrow { matchers: core::mem::take(&mut batch) }));
+                bytes = 0;
+            }
+        }
+        jobs.push(Job(Work::Narrow { matchers: batch }));
+        spread(&mut jobs, &mut || {});
     }
 
     /// Records what `def` is before it compiles: name, type, score, hit limit; an
@@ -1390,7 +1465,7 @@ impl RuleSet {
                 Matcher::Lazy(i) => i,
                 _ => return Ok(None),
             },
-            Matcher::Dense(_) | Matcher::Repeat(_) => return Ok(None),
+            Matcher::Dense(_) | Matcher::Narrow(_) | Matcher::Repeat(_) => return Ok(None),
         };
         if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
             return Ok(None);
@@ -1405,7 +1480,7 @@ impl RuleSet {
             let screen = build_matcher(relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
             let bytes = match &screen.matcher {
                 Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
-                Matcher::Dense(_) => usize::MAX,
+                Matcher::Dense(_) | Matcher::Narrow(_) => usize::MAX,
                 Matcher::Lazy(_) | Matcher::Repeat(_) => {
                     self.lazy_dfas.pop();
                     usize::MAX
@@ -1588,6 +1663,7 @@ impl RuleSet {
         fn matcher(m: &Matcher) -> usize {
             match m {
                 Matcher::Dense(d) => d.memory_usage(),
+                Matcher::Narrow(d) => d.memory_usage(),
                 Matcher::Lazy(_) | Matcher::Repeat(_) => 0,
                 Matcher::Backtrack { relaxed, .. } => matcher(relaxed),
             }
@@ -1838,6 +1914,61 @@ mod tests {
         assert!(skipped > 1_000, "the cases hold `&&` and `||`");
     }
 
+    /// Which form rule `name`'s automaton has: "dense", "narrow", "lazy", ...
+    fn form_of(set: &RuleSet, name: &str) -> &'static str {
+        fn form(m: &Matcher) -> &'static str {
+            match m {
+                Matcher::Dense(_) => "dense",
+                Matcher::Narrow(_) => "narrow",
+                Matcher::Lazy(_) => "lazy",
+                Matcher::Repeat(_) => "repeat",
+                Matcher::Backtrack { relaxed, .. } => form(relaxed),
+            }
+        }
+        let rule = set.rules.iter().position(|r| r.name == name).expect("rule") as u32;
+        let targets = [&set.body, &set.rawbody, &set.full, &set.uri];
+        let patterns = targets.iter().flat_map(|t| t.patterns.iter()).map(|p| (p.rule, &p.matcher));
+        let headers = set.headers.iter().filter_map(|h| match &h.test {
+            HeaderCheckTest::Matches(m) | HeaderCheckTest::NotMatches(m) => Some((h.rule, m)),
+            HeaderCheckTest::Exists => None,
+        });
+        patterns.chain(headers).find(|&(r, _)| r == rule).map_or("none", |(_, m)| form(m))
+    }
+
+    #[test]
+    fn dense_dfas_become_narrow_unless_a_union_walks_them_table() {
+        // (rules, rule, its automaton's form after compiling)
+        let cases: &[(&str, &str, &str)] = &[
+            ("header H Subject =~ /\\bwin(?:ner)?\\b/i\n", "H", "narrow"),
+            ("body B /click\\s+here/i\n", "B", "narrow"),
+            ("full F /^From: .*\\d{4}/m\n", "F", "narrow"),
+            // A screened rule: its relaxed DFA is the narrow one.
+            ("body K /free(?!dom)/\n", "K", "narrow"),
+            // With no literal: a union's member, searched again with its own.
+            ("body U /[a-z]\\d[a-z]\\d/\nbody V /[a-z]{3}\\d{5}/\n", "U", "narrow"),
+        ];
+        for &(rules, name, want) in cases {
+            let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
+            assert_eq!(form_of(&set, name), want, "{rules}");
+        }
+    }
+
+    /// A union of one walks its member's dense DFA: on the default rules those stay
+    /// dense, and every other dense DFA of theirs became narrow.
+    #[test]
+    fn unions_of_one_keep_their_dense_dfa() {
+        let set = RuleSet::compile(&parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("parse")).expect("compile");
+        let mut own = 0;
+        for program in [&set.body, &set.rawbody, &set.full, &set.uri] {
+            for (i, pattern) in program.patterns.iter().enumerate() {
+                let walked = program.unions.iter().any(|u| matches!(u.automaton, UnionAutomaton::Own) && u.members.contains(&(i as u32)));
+                own += usize::from(walked);
+                assert_eq!(pattern.matcher.dense().is_some(), walked, "rule {}", pattern.rule);
+            }
+        }
+        assert!(own > 0, "the default rules have unions of one");
+    }
+
     #[test]
     fn automata_bytes_count_lazy_nfas_table() {
         // (rules, whether a lazy DFA is among their automata)
@@ -1995,7 +2126,7 @@ mod tests {
                      body YOUR /\\byour?\\s(?:\\w{1,15}\\s){0,10}(?:share|fee)\\b/i\n\
                      body PCT /\\byours?\\s(?!can)(?:\\w{1,15}\\s){0,10}(?:cut|part)\\b/i\n";
         let set = RuleSet::compile(&parse_str("t.cf", rules).expect("parse")).expect("compile");
-        let screened = |t: &TargetProgram| t.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_))));
+        let screened = |t: &TargetProgram| t.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_) | Matcher::Narrow(_))));
         assert!(screened(&set.rawbody) && screened(&set.body) && set.lazy_dfas.is_empty());
         let pad = |n: usize| "a ".repeat(n / 2);
         // (text, rules hit): the bounds hold exactly as Perl reads them.

@@ -11,7 +11,7 @@ use regex_automata::util::prefilter::Prefilter;
 
 use super::backtrack::Backtrack;
 use super::cache::{EntryWork, ProgramShelf};
-use super::compile::{fast_prefilter, CompileError, LiteralTable};
+use super::compile::{fast_prefilter, CompileError, LiteralTable, Matcher};
 use super::eval::EvalData;
 use super::literal::LiteralAutomaton;
 use super::unions::{self, Group, UnionPlan};
@@ -35,6 +35,8 @@ pub(super) enum Work<'a> {
     Unions { plan: &'a UnionPlan, built: Option<Vec<Group>> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<LiteralAutomaton>, CompileError>> },
+    /// Dense DFAs to make narrow ([`super::narrow::NarrowDfa`]) where they fit.
+    Narrow { matchers: Vec<&'a mut Matcher> },
     /// What the eval tests need from the configuration; their fixed patterns' programs
     /// come from `shelf` when a compile cache lent it.
     Evals { config: &'a Config, shelf: ProgramShelf, built: Option<Box<EvalData>> },
@@ -63,6 +65,11 @@ impl Job<'_> {
             Work::Table { table, built } => {
                 if built.is_none() {
                     *built = Some(table.automaton());
+                }
+            }
+            Work::Narrow { matchers } => {
+                for matcher in matchers.iter_mut() {
+                    matcher.narrow();
                 }
             }
             Work::Evals { config, shelf, built } => {

@@ -104,7 +104,7 @@ impl Union {
                     Matcher::Dense(dfa) => Some(dfa),
                     _ => None,
                 },
-                Matcher::Lazy(_) | Matcher::Repeat(_) => None,
+                Matcher::Lazy(_) | Matcher::Narrow(_) | Matcher::Repeat(_) => None,
             },
             UnionAutomaton::Lazy(_) => None,
         }
