@@ -1132,21 +1132,12 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Makes the dense DFAs no union walks [`NarrowDfa`]s: the same automata in about a
-    /// third of the memory, which every child shares. In jobs for `spread`.
+    /// Makes the patterns' dense DFAs [`NarrowDfa`]s: the same automata in about a third
+    /// of the memory, which every child shares. In jobs for `spread`.
     fn narrow_dense(&mut self, spread: Spread<'_>) {
         let mut matchers: Vec<&mut Matcher> = Vec::new();
         for program in [&mut self.body, &mut self.rawbody, &mut self.full, &mut self.uri] {
-            // A union of one walks its member's own DFA.
-            let mut walked = alloc::vec![false; program.patterns.len()];
-            for union in program.unions.iter().filter(|u| matches!(u.automaton, UnionAutomaton::Own)) {
-                for &member in &union.members {
-                    if let Some(w) = walked.get_mut(member as usize) {
-                        *w = true;
-                    }
-                }
-            }
-            matchers.extend(program.patterns.iter_mut().zip(walked).filter(|(_, walked)| !walked).map(|(p, _)| &mut p.matcher));
+            matchers.extend(program.patterns.iter_mut().map(|p| &mut p.matcher));
         }
         for check in &mut self.headers {
             if let HeaderCheckTest::Matches(m) | HeaderCheckTest::NotMatches(m) = &mut check.test {
@@ -1936,7 +1927,7 @@ mod tests {
     }
 
     #[test]
-    fn dense_dfas_become_narrow_unless_a_union_walks_them_table() {
+    fn dense_dfas_become_narrow_table() {
         // (rules, rule, its automaton's form after compiling)
         let cases: &[(&str, &str, &str)] = &[
             ("header H Subject =~ /\\bwin(?:ner)?\\b/i\n", "H", "narrow"),
@@ -1953,20 +1944,23 @@ mod tests {
         }
     }
 
-    /// A union of one walks its member's dense DFA: on the default rules those stay
-    /// dense, and every other dense DFA of theirs became narrow.
+    /// On the default rules every dense DFA becomes narrow, those unions of one walk too.
     #[test]
-    fn unions_of_one_keep_their_dense_dfa() {
+    fn no_dense_dfa_is_left() {
         let set = RuleSet::compile(&parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("parse")).expect("compile");
         let mut own = 0;
         for program in [&set.body, &set.rawbody, &set.full, &set.uri] {
-            for (i, pattern) in program.patterns.iter().enumerate() {
-                let walked = program.unions.iter().any(|u| matches!(u.automaton, UnionAutomaton::Own) && u.members.contains(&(i as u32)));
-                own += usize::from(walked);
-                assert_eq!(pattern.matcher.dense().is_some(), walked, "rule {}", pattern.rule);
+            own += program.unions.iter().filter(|u| matches!(u.automaton, UnionAutomaton::Own)).count();
+            for pattern in &program.patterns {
+                assert!(pattern.matcher.dense().is_none(), "rule {}", set.rules[pattern.rule as usize].name);
             }
         }
         assert!(own > 0, "the default rules have unions of one");
+        for check in &set.headers {
+            if let HeaderCheckTest::Matches(m) | HeaderCheckTest::NotMatches(m) = &check.test {
+                assert!(m.dense().is_none(), "rule {}", set.rules[check.rule as usize].name);
+            }
+        }
     }
 
     #[test]

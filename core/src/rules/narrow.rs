@@ -39,16 +39,19 @@ fn behind_kind(byte: Option<u8>) -> usize {
     }
 }
 
-/// A state the search stops at: its kinds and, when accelerated, the bytes that leave it.
-#[derive(Debug, Clone, Copy)]
+/// A state the search stops at: its kinds, when accelerated the bytes that leave it,
+/// when a match the patterns it reports (`NarrowDfa::patterns[first..first + count]`).
+#[derive(Debug, Clone, Copy, Default)]
 struct Special {
     kind: u8,
     needles: [u8; 3],
     needle_count: u8,
+    pattern_count: u16,
+    first_pattern: u32,
 }
 
-/// A single-pattern dense DFA of at most 65,535 transitions, searched forward as
-/// regex-automata searches the DFA it was made from.
+/// A dense DFA of at most 65,535 transitions, searched forward as regex-automata
+/// searches the DFA it was made from; the rules' unions walk it byte by byte.
 #[derive(Debug)]
 pub(crate) struct NarrowDfa {
     /// Byte to column.
@@ -62,6 +65,8 @@ pub(crate) struct NarrowDfa {
     special_end: u16,
     /// By row, the special states.
     specials: Vec<Special>,
+    /// The patterns match states report, each state's together.
+    patterns: Vec<u32>,
     /// Start state by mode (unanchored, anchored) and look-behind kind.
     starts: [[u16; 5]; 2],
     /// One unanchored start state whatever the look-behind: the prefilter's skips need
@@ -71,15 +76,15 @@ pub(crate) struct NarrowDfa {
 }
 
 impl NarrowDfa {
-    /// The DFA `dfa` in 16-bit rows, or `None` when it does not fit them: more than one
-    /// pattern, more transitions than 16 bits name, start states that depend on more
-    /// than the look-behind kinds above, empty matches the crate's search would skip
-    /// inside a UTF-8 character.
+    /// The DFA `dfa` in 16-bit rows, or `None` when it does not fit them: more
+    /// transitions than 16 bits name, start states that depend on more than the
+    /// look-behind kinds above, empty matches the crate's search would skip inside a
+    /// UTF-8 character.
     pub(crate) fn of(dfa: &dense::DFA<Vec<u32>>) -> Option<NarrowDfa> {
         let byte_classes = dfa.byte_classes();
         let stride = dfa.alphabet_len();
         let eoi = stride.checked_sub(1)?;
-        if dfa.pattern_len() != 1 || (dfa.has_empty() && dfa.is_utf8()) || byte_classes.eoi().as_usize() != eoi || !dfa.is_dead_state(StateID::ZERO) {
+        if (dfa.has_empty() && dfa.is_utf8()) || byte_classes.eoi().as_usize() != eoi || !dfa.is_dead_state(StateID::ZERO) {
             return None;
         }
         let mut classes = [0u8; 256];
@@ -92,14 +97,11 @@ impl NarrowDfa {
         }
         let samples: Vec<u8> = samples.into_iter().collect::<Option<_>>()?;
 
+        let start_of = |mode: Anchored, behind: Option<u8>| dfa.start_state(&start::Config::new().anchored(mode).look_behind(behind)).ok();
         let mut start_ids = [[None; 5]; 2];
         for (ids, mode) in start_ids.iter_mut().zip([Anchored::No, Anchored::Yes]) {
-            let of = |behind: Option<u8>| dfa.start_state(&start::Config::new().anchored(mode).look_behind(behind)).ok();
             for (id, &behind) in ids.iter_mut().zip(BEHIND_SAMPLES.iter()) {
-                *id = of(behind);
-            }
-            if (0..=255u8).any(|b| of(Some(b)) != ids[behind_kind(Some(b))]) {
-                return None;
+                *id = start_of(mode, behind);
             }
         }
 
@@ -110,18 +112,26 @@ impl NarrowDfa {
         let row = |id: StateID| id.as_usize() >> shift;
         let mut rows = start_ids.iter().flatten().flatten().map(|&id| row(id) + 1).max().unwrap_or(1);
         // Row numbers first, offsets once all fit.
-        let mut next: Vec<u16> = Vec::new();
+        // The crate's table is most of its bytes: room for as many rows, at most 16 bits.
+        let most_rows = (dfa.memory_usage() / (dfa.stride() * 4)).min(usize::from(u16::MAX) / stride);
+        let mut next: Vec<u16> = Vec::with_capacity(most_rows * stride);
         let mut specials = Vec::new();
+        let mut patterns = Vec::new();
         let mut r = 0;
         while r < rows {
             let id = StateID::new(r << shift).ok()?;
-            next.reserve(stride);
-            for to in samples.iter().map(|&byte| dfa.next_state(id, byte)).chain([dfa.next_eoi_state(id)]) {
-                let to = row(to);
-                rows = rows.max(to + 1);
-                // Checked below: a row past 16 bits is refused before it is read.
-                next.push(to as u16);
+            let from = next.len();
+            next.resize(from + stride, 0);
+            let (columns, eoi_column) = next.get_mut(from..)?.split_at_mut(stride - 1);
+            // Row numbers past 16 bits are refused below, before any is read.
+            let mut most = row(dfa.next_eoi_state(id));
+            *eoi_column.first_mut()? = most as u16;
+            for (slot, &byte) in columns.iter_mut().zip(&samples) {
+                let to = row(dfa.next_state(id, byte));
+                most = most.max(to);
+                *slot = to as u16;
             }
+            rows = rows.max(most + 1);
             if rows * stride > usize::from(u16::MAX) {
                 return None;
             }
@@ -130,11 +140,25 @@ impl NarrowDfa {
                 if specials.len() != r {
                     return None;
                 }
-                specials.push(special_of(dfa, id)?);
+                specials.push(special_of(dfa, id, &mut patterns)?);
             }
             r += 1;
         }
         let special_rows = specials.len();
+        // A start after each byte is the one its kind's sample gives. Without quit bytes
+        // (each steps every state but the dead and quit ones to a quit state, a start
+        // state too) a universal start is so for all; otherwise each byte is asked.
+        // (`next` holds row numbers yet.)
+        let is_quit = |to: u16| specials.get(usize::from(to)).is_some_and(|s| s.kind & QUIT != 0);
+        let start_row = start_ids.iter().flatten().flatten().next().map(|&id| row(id));
+        let quit_bytes = start_row.is_some_and(|r| next.get(r * stride..(r + 1) * stride).is_some_and(|columns| columns.iter().any(|&to| is_quit(to))));
+        for (ids, mode) in start_ids.iter().zip([Anchored::No, Anchored::Yes]) {
+            // No start at a text's start: a mode the DFA was not built for.
+            let universal = !quit_bytes && dfa.universal_start_state(mode).is_some();
+            if ids[0].is_some() && !universal && (0..=255u8).any(|b| start_of(mode, Some(b)) != ids[behind_kind(Some(b))]) {
+                return None;
+            }
+        }
         // Every row times the width fits in 16 bits (and is below NO_START).
         for to in &mut next {
             *to *= stride as u16;
@@ -155,18 +179,17 @@ impl NarrowDfa {
             next,
             special_end: u16::try_from(special_rows * stride).ok()?,
             specials,
+            patterns,
             starts,
             universal_start: dfa.universal_start_state(Anchored::No).is_some(),
             prefilter: dfa.get_prefilter().cloned(),
         })
     }
 
-    /// Bytes held, for the rule set's automata figure.
+    /// Bytes held, for the rule set's automata figure (as the crate's figure for a
+    /// dense DFA, without the prefilter, which DFAs with the same literals share).
     pub(crate) fn memory_usage(&self) -> usize {
-        core::mem::size_of::<NarrowDfa>()
-            + self.next.len() * 2
-            + self.specials.len() * core::mem::size_of::<Special>()
-            + self.prefilter.as_ref().map_or(0, Prefilter::memory_usage)
+        core::mem::size_of::<NarrowDfa>() + self.next.len() * 2 + self.specials.len() * core::mem::size_of::<Special>() + self.patterns.len() * 4
     }
 
     /// The end of the leftmost-first match in `input` (the earliest one when it asks),
@@ -193,82 +216,177 @@ impl NarrowDfa {
                 state = self.start(0, hay, at)?;
             }
         }
+        let span = hay.get(..end).unwrap_or_default();
         while at < end {
-            state = self.step(state, hay.get(at).copied().unwrap_or(0));
-            if state < self.special_end {
-                let special = self.special(state);
-                if special.kind & START != 0 {
-                    if let Some(prefilter) = prefilter {
-                        if found.is_none() {
-                            let candidate = prefilter.find(hay, Span::from(at..end))?.start;
-                            // Only a skip forward: a start state looping on itself would stall.
-                            if candidate > at {
-                                at = candidate;
-                                if !self.universal_start {
-                                    state = self.start(0, hay, at)?;
-                                }
-                                continue;
+            let (next, after, special) = self.to_special(state, span, at);
+            state = next;
+            if !special {
+                break;
+            }
+            // The byte that led to the special state.
+            at = after - 1;
+            let special = self.special(state);
+            if special.kind & START != 0 {
+                if let Some(prefilter) = prefilter {
+                    if found.is_none() {
+                        let candidate = prefilter.find(hay, Span::from(at..end))?.start;
+                        // Only a skip forward: a start state looping on itself would stall.
+                        if candidate > at {
+                            at = candidate;
+                            if !self.universal_start {
+                                state = self.start(0, hay, at)?;
                             }
+                            continue;
                         }
-                    } else if special.kind & ACCEL != 0 {
-                        at = accelerate(special, hay, at, end);
-                        continue;
-                    }
-                } else if special.kind & MATCH != 0 {
-                    found = Some(HalfMatch::new(PatternID::ZERO, at));
-                    if input.get_earliest() {
-                        return found;
-                    }
-                    if special.kind & ACCEL != 0 {
-                        at = accelerate(special, hay, at, end);
-                        continue;
                     }
                 } else if special.kind & ACCEL != 0 {
                     at = accelerate(special, hay, at, end);
                     continue;
-                } else if special.kind & DEAD != 0 {
-                    return found;
-                } else {
-                    // A quit state: the crate's search fails.
-                    return None;
                 }
+            } else if special.kind & MATCH != 0 {
+                found = Some(HalfMatch::new(self.first_pattern(special), at));
+                if input.get_earliest() {
+                    return found;
+                }
+                if special.kind & ACCEL != 0 {
+                    at = accelerate(special, hay, at, end);
+                    continue;
+                }
+            } else if special.kind & ACCEL != 0 {
+                at = accelerate(special, hay, at, end);
+                continue;
+            } else if special.kind & DEAD != 0 {
+                return found;
+            } else {
+                // A quit state: the crate's search fails.
+                return None;
             }
             at += 1;
         }
         // The end: the byte after the span, or end of input.
         match hay.get(end) {
             Some(&byte) => {
-                let kind = self.special(self.step(state, byte)).kind;
-                if kind & MATCH != 0 {
-                    found = Some(HalfMatch::new(PatternID::ZERO, end));
-                } else if kind & QUIT != 0 {
+                let special = self.special(self.step(state, byte));
+                if special.kind & MATCH != 0 {
+                    found = Some(HalfMatch::new(self.first_pattern(special), end));
+                } else if special.kind & QUIT != 0 {
                     return None;
                 }
             }
             None => {
-                let at_end = self.next.get(usize::from(state) + self.stride - 1).copied().unwrap_or(0);
-                if self.special(at_end).kind & MATCH != 0 {
-                    found = Some(HalfMatch::new(PatternID::ZERO, hay.len()));
+                let special = self.special(self.next_eoi_state(state));
+                if special.kind & MATCH != 0 {
+                    found = Some(HalfMatch::new(self.first_pattern(special), hay.len()));
                 }
             }
         }
         found
     }
 
-    /// The state after `state` on `byte` (the dead state's row where the table has none,
-    /// which cannot be).
+    /// The state after `state` (a row's offset) on `byte`.
     #[inline(always)]
-    fn step(&self, state: u16, byte: u8) -> u16 {
+    pub(crate) fn step(&self, state: u16, byte: u8) -> u16 {
         let column = usize::from(self.classes[usize::from(byte)]);
-        self.next.get(usize::from(state) + column).copied().unwrap_or(0)
+        // In bounds whatever the text: `of` makes every state a row's offset, every
+        // class a column, and the table a whole number of rows. (A `get` here cost a
+        // jump a byte in the union walks.)
+        self.next[usize::from(state) + column]
+    }
+
+    /// Steps from `state` over `text` from `at`, four bytes a round, until a special
+    /// state: it, the position after its byte and true; or the state at the end and
+    /// false. The prefilter tables' `literal::to_special` is its twin over another
+    /// crate's automaton: one generic over closures cost 4% more instructions in the scan.
+    #[inline(always)]
+    pub(crate) fn to_special(&self, mut state: u16, text: &[u8], mut at: usize) -> (u16, usize, bool) {
+        while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+            let s0 = self.step(state, b0);
+            if self.is_special(s0) {
+                return (s0, at + 1, true);
+            }
+            let s1 = self.step(s0, b1);
+            if self.is_special(s1) {
+                return (s1, at + 2, true);
+            }
+            let s2 = self.step(s1, b2);
+            if self.is_special(s2) {
+                return (s2, at + 3, true);
+            }
+            state = self.step(s2, b3);
+            at += 4;
+            if self.is_special(state) {
+                return (state, at, true);
+            }
+        }
+        while let Some(&byte) = text.get(at) {
+            state = self.step(state, byte);
+            at += 1;
+            if self.is_special(state) {
+                return (state, at, true);
+            }
+        }
+        (state, at, false)
+    }
+
+    /// The state after `state` at the end of the input.
+    pub(crate) fn next_eoi_state(&self, state: u16) -> u16 {
+        self.next.get(usize::from(state) + self.stride - 1).copied().unwrap_or(0)
+    }
+
+    /// Whether a walk must stop at `state`: a match, dead, quit, accelerated or (with a
+    /// prefilter) start state.
+    #[inline(always)]
+    pub(crate) fn is_special(&self, state: u16) -> bool {
+        state < self.special_end
+    }
+
+    /// The unanchored start state of a text's start; `None` when the DFA has none.
+    pub(crate) fn start_of_text(&self) -> Option<u16> {
+        self.start(0, &[], 0)
+    }
+
+    pub(crate) fn is_match(&self, state: u16) -> bool {
+        self.special(state).kind & MATCH != 0
+    }
+
+    pub(crate) fn is_dead(&self, state: u16) -> bool {
+        self.special(state).kind & DEAD != 0
+    }
+
+    pub(crate) fn is_quit(&self, state: u16) -> bool {
+        self.special(state).kind & QUIT != 0
+    }
+
+    /// The bytes that leave an accelerated `state` (none for another).
+    pub(crate) fn accelerator(&self, state: u16) -> &[u8] {
+        let special = self.specials.get(self.row(state)).filter(|_| self.is_special(state));
+        special.and_then(|s| s.needles.get(..usize::from(s.needle_count))).unwrap_or_default()
+    }
+
+    /// The patterns a match `state` reports (none for another).
+    pub(crate) fn patterns(&self, state: u16) -> &[u32] {
+        let special = self.special(state);
+        let first = special.first_pattern as usize;
+        self.patterns.get(first..first + usize::from(special.pattern_count)).unwrap_or_default()
+    }
+
+    /// `state`'s row number.
+    pub(crate) fn row(&self, state: u16) -> usize {
+        usize::from(state) / self.stride
+    }
+
+    /// The first pattern a match state reports, as the crate's search reports it.
+    fn first_pattern(&self, special: Special) -> PatternID {
+        let id = self.patterns.get(special.first_pattern as usize).copied().unwrap_or(0);
+        PatternID::new(id as usize).unwrap_or(PatternID::ZERO)
     }
 
     /// What the state at `offset` is (nothing special for a row past the special ones).
     fn special(&self, offset: u16) -> Special {
         if offset >= self.special_end {
-            return Special { kind: 0, needles: [0; 3], needle_count: 0 };
+            return Special::default();
         }
-        self.specials.get(usize::from(offset) / self.stride).copied().unwrap_or(Special { kind: DEAD, needles: [0; 3], needle_count: 0 })
+        self.specials.get(self.row(offset)).copied().unwrap_or(Special { kind: DEAD, ..Special::default() })
     }
 
     /// The start state of a search from `at` in `hay`, by mode; `None` when the DFA has none.
@@ -279,8 +397,8 @@ impl NarrowDfa {
     }
 }
 
-/// What special state `id` of `dfa` is.
-fn special_of(dfa: &dense::DFA<Vec<u32>>, id: StateID) -> Option<Special> {
+/// What special state `id` of `dfa` is; a match state's patterns join `patterns`.
+fn special_of(dfa: &dense::DFA<Vec<u32>>, id: StateID, patterns: &mut Vec<u32>) -> Option<Special> {
     let mut kind = 0;
     for (yes, bit) in [
         (dfa.is_dead_state(id), DEAD),
@@ -296,7 +414,10 @@ fn special_of(dfa: &dense::DFA<Vec<u32>>, id: StateID) -> Option<Special> {
     let accelerator = if kind & ACCEL != 0 { dfa.accelerator(id) } else { &[] };
     let mut needles = [0u8; 3];
     needles.get_mut(..accelerator.len())?.copy_from_slice(accelerator);
-    Some(Special { kind, needles, needle_count: accelerator.len() as u8 })
+    let first_pattern = u32::try_from(patterns.len()).ok()?;
+    let pattern_count = if kind & MATCH != 0 { dfa.match_len(id) } else { 0 };
+    patterns.extend((0..pattern_count).map(|i| dfa.match_pattern(id, i).as_u32()));
+    Some(Special { kind, needles, needle_count: accelerator.len() as u8, pattern_count: u16::try_from(pattern_count).ok()?, first_pattern })
 }
 
 /// Where an accelerated state is left: the next of its needles after `at`, or `end`.
@@ -316,13 +437,14 @@ fn accelerate(special: Special, hay: &[u8], at: usize, end: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::String;
     use alloc::vec::Vec;
     use regex_automata::dfa::StartKind;
     use regex_automata::MatchKind;
 
     /// A dense DFA as the rules build them: leftmost-first, minimized, with the
     /// prefilter of `literals` when given, anchored starts too when `anchored`.
-    fn dense_of(pattern: &str, literals: &[&str], anchored: bool) -> dense::DFA<Vec<u32>> {
+    fn dense_of(patterns: &[&str], literals: &[&str], anchored: bool) -> dense::DFA<Vec<u32>> {
         let prefilter = (!literals.is_empty()).then(|| Prefilter::new(MatchKind::LeftmostFirst, literals)).flatten();
         dense::Builder::new()
             .configure(
@@ -335,31 +457,33 @@ mod tests {
             )
             .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
             .thompson(regex_automata::nfa::thompson::Config::new().utf8(false))
-            .build(pattern)
-            .expect("pattern builds")
+            .build_many(patterns)
+            .expect("patterns build")
     }
 
     #[test]
     fn narrow_finds_what_dense_finds_table() {
-        // (pattern, prefilter literals, anchored starts too)
-        let cases: &[(&str, &[&str], bool)] = &[
-            (r"foo", &[], false),
-            (r"foo", &["foo"], true),
-            (r"(?i)click\s+here", &["click"], false),
-            (r"\bfree\b", &[], true),
-            (r"(?m)^Subject: .*win", &[], true),
-            (r"(?m)money$", &[], false),
-            (r"a[^x]*b", &[], false),
-            (r"x{2,}y?", &[], true),
-            (r"", &[], true),
-            (r"\d{3}[- ]\d{4}", &[], false),
-            (r"(?s)viagra.{0,10}cialis", &["viagra"], false),
-            (r"$", &[], false),
-            (r"\Bing\b", &[], false),
+        // (patterns, prefilter literals, anchored starts too)
+        let cases: &[(&[&str], &[&str], bool)] = &[
+            // A union's: the first pattern a match state reports.
+            (&[r"foo", r"o+", r"ba[rz]", r"(?m)^x"], &[], true),
+            (&[r"foo"], &[], false),
+            (&[r"foo"], &["foo"], true),
+            (&[r"(?i)click\s+here"], &["click"], false),
+            (&[r"\bfree\b"], &[], true),
+            (&[r"(?m)^Subject: .*win"], &[], true),
+            (&[r"(?m)money$"], &[], false),
+            (&[r"a[^x]*b"], &[], false),
+            (&[r"x{2,}y?"], &[], true),
+            (&[r""], &[], true),
+            (&[r"\d{3}[- ]\d{4}"], &[], false),
+            (&[r"(?s)viagra.{0,10}cialis"], &["viagra"], false),
+            (&[r"$"], &[], false),
+            (&[r"\Bing\b"], &[], false),
             // After the prefilter's skip the start state depends on the byte before it.
-            (r"\bfree\b", &["free"], false),
+            (&[r"\bfree\b"], &["free"], false),
             // An accelerated state entered on one of its own needles.
-            (r"ab[^b]*c", &[], false),
+            (&[r"ab[^b]*c"], &[], false),
         ];
         let hays: &[&[u8]] = &[
             b"",
@@ -379,6 +503,7 @@ mod tests {
         ];
         for &(pattern, literals, anchored) in cases {
             let dfa = dense_of(pattern, literals, anchored);
+            let pattern = pattern.join(" | ");
             let narrow = NarrowDfa::of(&dfa).expect("fits");
             for &hay in hays {
                 for start in 0..=hay.len() {
@@ -397,12 +522,41 @@ mod tests {
     }
 
     #[test]
+    fn narrow_finds_what_dense_finds_at_random() {
+        // Patterns of random pieces (anchors, word boundaries, classes, repeats, the
+        // prefilter's literal) over random texts of their bytes, from every place.
+        let pieces = [r"ab", r"b+", r"[^a]", r"\b", r"\B", r"(?m)^", r"(?m)$", r"c?", r".", r"(?:a|bc)", r"\s", r"[a-c]{2}", r"(?i)B"];
+        let mut random = crate::rules::Xorshift(0x9e37_79b9);
+        for _ in 0..300 {
+            let pattern: String = (0..1 + random.below(4)).map(|_| pieces[random.below(pieces.len())]).collect();
+            let literals: &[&str] = if random.below(2) == 0 { &["ab"] } else { &[] };
+            let dfa = dense_of(&[pattern.as_str()], literals, random.below(2) == 0);
+            let narrow = NarrowDfa::of(&dfa).expect("fits");
+            for _ in 0..8 {
+                let hay: Vec<u8> = (0..random.below(12)).map(|_| b"abc \n\r"[random.below(6)]).collect();
+                for start in 0..=hay.len() {
+                    for mode in [Anchored::No, Anchored::Yes] {
+                        for earliest in [false, true] {
+                            let input = Input::new(&hay).range(start..).anchored(mode).earliest(earliest);
+                            let want = dfa.try_search_fwd(&input).ok().flatten();
+                            assert_eq!(narrow.find(&input), want, "{pattern} {literals:?} in {hay:?} from {start} {mode:?} earliest {earliest}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn narrow_refuses_what_does_not_fit_table() {
-        let two = dense::DFA::new_many(&["foo", "bar"]).expect("builds");
         // 2^12 states remember the last 12 a/b bytes, and the literal makes 24 more byte
         // classes: more rows times columns than 16 bits name.
         let big = dense::DFA::new(r"[ab]*a[ab]{11}|cdefghijklmnopqrstuvwxyz").expect("builds");
-        let cases: &[(&str, &dense::DFA<Vec<u32>>)] = &[("two patterns", &two), ("65,536 transitions or more", &big)];
+        // A quit byte: a start after it fails where one after another non-word byte does not.
+        let quits = dense::Builder::new().configure(dense::Config::new().quit(b'#', true)).build("a").expect("builds");
+        // Empty matches inside a UTF-8 character, which the crate's search skips.
+        let empty = dense::DFA::new("").expect("builds");
+        let cases: &[(&str, &dense::DFA<Vec<u32>>)] = &[("65,536 transitions or more", &big), ("a quit byte", &quits), ("UTF-8 empty matches", &empty)];
         for &(why, dfa) in cases {
             assert!(NarrowDfa::of(dfa).is_none(), "{why}");
         }

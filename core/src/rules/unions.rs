@@ -12,13 +12,13 @@ use alloc::vec::Vec;
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::nfa::thompson;
-use regex_automata::util::primitives::StateID;
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
 use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
+use super::narrow::NarrowDfa;
 use super::{Config, RuleKind};
 
 /// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
@@ -46,11 +46,12 @@ pub(crate) enum UnionKind {
 /// A union's automaton.
 pub(crate) enum UnionAutomaton {
     /// Shared by all processes.
-    Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
+    Dense(alloc::boxed::Box<NarrowDfa>),
     /// The rule set's lazy DFA of this index (for a union of one, its member's own),
     /// with a cache in each scratch.
     Lazy(usize),
-    /// A union of one over its member's own dense DFA (or dense screen).
+    /// A union of one over its member's own DFA (or screen), narrow once the rules are
+    /// compiled.
     Own,
 }
 
@@ -82,7 +83,7 @@ impl Union {
     ) -> Option<u64> {
         match &self.automaton {
             UnionAutomaton::Dense(_) | UnionAutomaton::Own => {
-                let mut walk = DenseWalk::new(self, self.dense(patterns)?, text, from);
+                let mut walk = DenseWalk::new(self, self.dense(patterns)?, from);
                 walk.finish(text, first_ends)
             }
             UnionAutomaton::Lazy(i) => {
@@ -93,18 +94,18 @@ impl Union {
         }
     }
 
-    /// The dense DFA of a dense union or of a union of one over its member's own, which
-    /// is in `patterns`.
-    fn dense<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a dense::DFA<Vec<u32>>> {
+    /// The DFA of a dense union or of a union of one over its member's own, which is in
+    /// `patterns` (`None` for one that did not fit 16-bit rows: its members search alone).
+    fn dense<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a NarrowDfa> {
         match &self.automaton {
             UnionAutomaton::Dense(dfa) => Some(dfa),
             UnionAutomaton::Own => match &patterns.get(*self.members.first()? as usize)?.matcher {
-                Matcher::Dense(dfa) => Some(dfa),
+                Matcher::Narrow(dfa) => Some(dfa),
                 Matcher::Backtrack { relaxed, .. } => match &**relaxed {
-                    Matcher::Dense(dfa) => Some(dfa),
+                    Matcher::Narrow(dfa) => Some(dfa),
                     _ => None,
                 },
-                Matcher::Lazy(_) | Matcher::Narrow(_) | Matcher::Repeat(_) => None,
+                Matcher::Lazy(_) | Matcher::Dense(_) | Matcher::Repeat(_) => None,
             },
             UnionAutomaton::Lazy(_) => None,
         }
@@ -123,7 +124,7 @@ impl Union {
         patterns: &[CompiledPattern],
     ) -> Option<(Option<u64>, Option<u64>)> {
         let (a, b) = (self.dense(patterns)?, other.dense(patterns)?);
-        let (mut one, mut two) = (DenseWalk::new(self, a, text, from.0), DenseWalk::new(other, b, text, from.1));
+        let (mut one, mut two) = (DenseWalk::new(self, a, from.0), DenseWalk::new(other, b, from.1));
         while one.outcome.is_none() && two.outcome.is_none() {
             // Most rounds find both walks at one place: each byte is then read once.
             let (xs, ys) = (text.get(one.at..).unwrap_or_default(), text.get(two.at..).unwrap_or_default());
@@ -138,10 +139,10 @@ impl Union {
             if !special {
                 break;
             }
-            if a.is_special_state(x) {
+            if a.is_special(x) {
                 one.special(text, first_ends.0);
             }
-            if b.is_special_state(y) {
+            if b.is_special(y) {
                 two.special(text, first_ends.1);
             }
         }
@@ -217,29 +218,29 @@ impl Union {
 /// once and hands each its special states.
 struct DenseWalk<'u> {
     union: &'u Union,
-    dfa: &'u dense::DFA<Vec<u32>>,
-    state: StateID,
+    dfa: &'u NarrowDfa,
+    state: u16,
     /// The place after the byte that led to `state`.
     at: usize,
     found: u64,
     /// Match states met before, by a few bits of their id, with what they report:
     /// a text that matches often enters the same few again and again.
-    met: [(StateID, u64); 8],
+    met: [(u16, u64); 8],
     /// What the pass found, once it has ended early (`Some(None)`: it failed).
     outcome: Option<Option<u64>>,
 }
 
 impl<'u> DenseWalk<'u> {
     /// The pass from `from`, which it starts as the start of a text.
-    fn new(union: &'u Union, dfa: &'u dense::DFA<Vec<u32>>, text: &[u8], from: usize) -> DenseWalk<'u> {
-        let start = dfa.start_state_forward(&Input::new(text.get(from..).unwrap_or_default())).ok();
+    fn new(union: &'u Union, dfa: &'u NarrowDfa, from: usize) -> DenseWalk<'u> {
+        let start = dfa.start_of_text();
         DenseWalk {
             union,
             dfa,
-            state: start.unwrap_or(StateID::ZERO),
+            state: start.unwrap_or(0),
             at: from,
             found: 0,
-            met: [(StateID::ZERO, 0u64); 8],
+            met: [(0, 0u64); 8],
             outcome: if start.is_some() { None } else { Some(None) },
         }
     }
@@ -248,13 +249,14 @@ impl<'u> DenseWalk<'u> {
     /// (dead, quit, every member found), or a skip to the next byte that leaves it.
     fn special(&mut self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) {
         let (dfa, state) = (self.dfa, self.state);
-        if dfa.is_match_state(state) {
-            let slot = (state.as_usize() >> dfa.stride2()) % self.met.len();
+        if dfa.is_match(state) {
+            let slot = dfa.row(state) % self.met.len();
             self.found |= match self.met.get(slot) {
                 Some(&(seen, bits)) if seen == state => bits,
                 _ => {
                     // A match state is entered one byte after the match ends.
-                    let bits = self.union.patterns_of(dfa.match_len(state), |i| dfa.match_pattern(state, i).as_usize(), !self.found, self.at - 1, first_ends);
+                    let patterns = dfa.patterns(state);
+                    let bits = self.union.patterns_of(patterns.len(), |i| patterns.get(i).map_or(usize::MAX, |&p| p as usize), !self.found, self.at - 1, first_ends);
                     if let Some(entry) = self.met.get_mut(slot) {
                         *entry = (state, bits);
                     }
@@ -265,16 +267,17 @@ impl<'u> DenseWalk<'u> {
                 self.outcome = Some(Some(self.found));
                 return;
             }
-        } else if dfa.is_dead_state(state) {
+        } else if dfa.is_dead(state) {
             self.outcome = Some(Some(self.found));
             return;
-        } else if dfa.is_quit_state(state) {
+        } else if dfa.is_quit(state) {
             self.outcome = Some(None);
             return;
         }
-        if dfa.is_accel_state(state) {
+        let accelerator = dfa.accelerator(state);
+        if !accelerator.is_empty() {
             // The state stays itself on every byte but these.
-            let next = find_any(dfa.accelerator(state), text.get(self.at..).unwrap_or_default());
+            let next = find_any(accelerator, text.get(self.at..).unwrap_or_default());
             self.at = next.map_or(text.len(), |i| self.at + i);
         }
     }
@@ -283,11 +286,12 @@ impl<'u> DenseWalk<'u> {
     fn finish(&mut self, text: &[u8], first_ends: &mut [u32; UNION_MEMBERS]) -> Option<u64> {
         while self.outcome.is_none() {
             let special;
-            (self.state, self.at, special) = to_special(self.dfa, self.state, text, self.at);
+            (self.state, self.at, special) = self.dfa.to_special(self.state, text, self.at);
             if !special {
                 let end = self.dfa.next_eoi_state(self.state);
-                if self.dfa.is_match_state(end) {
-                    self.found |= self.union.patterns_of(self.dfa.match_len(end), |i| self.dfa.match_pattern(end, i).as_usize(), !self.found, text.len(), first_ends);
+                if self.dfa.is_match(end) {
+                    let patterns = self.dfa.patterns(end);
+                    self.found |= self.union.patterns_of(patterns.len(), |i| patterns.get(i).map_or(usize::MAX, |&p| p as usize), !self.found, text.len(), first_ends);
                 }
                 return Some(self.found);
             }
@@ -418,21 +422,21 @@ impl<'u> LazyWalk<'u> {
 /// did not fit the registers and were read back from the stack at every byte (2.2% more
 /// instructions a scan).
 #[inline(never)]
-fn step_two<const TOGETHER: bool>(a: &dense::DFA<Vec<u32>>, b: &dense::DFA<Vec<u32>>, xs: &[u8], ys: &[u8], mut x: StateID, mut y: StateID) -> (StateID, StateID, usize, bool) {
+fn step_two<const TOGETHER: bool>(a: &NarrowDfa, b: &NarrowDfa, xs: &[u8], ys: &[u8], mut x: u16, mut y: u16) -> (u16, u16, usize, bool) {
     let mut steps = 0usize;
     let ys = if TOGETHER { xs } else { ys };
     for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
         let (&[p0, p1], &[q0, q1]) = (pc, qc) else { break };
         let (q0, q1) = if TOGETHER { (p0, p1) } else { (q0, q1) };
-        x = a.next_state(x, p0);
-        y = b.next_state(y, q0);
-        if a.is_special_state(x) | b.is_special_state(y) {
+        x = a.step(x, p0);
+        y = b.step(y, q0);
+        if a.is_special(x) | b.is_special(y) {
             return (x, y, steps + 1, true);
         }
-        x = a.next_state(x, p1);
-        y = b.next_state(y, q1);
+        x = a.step(x, p1);
+        y = b.step(y, q1);
         steps += 2;
-        if a.is_special_state(x) | b.is_special_state(y) {
+        if a.is_special(x) | b.is_special(y) {
             return (x, y, steps, true);
         }
     }
@@ -466,39 +470,6 @@ fn lazy_two<const TOGETHER: bool>((a, b): (LazyWith<'_>, LazyWith<'_>), xs: &[u8
     (x, y, steps, None)
 }
 
-/// Steps `dfa` from `state` over `text` from `at`, four bytes a round, until a special
-/// state: it, the position after its byte and true; or the state at the end and false.
-/// The prefilter tables' `literal::to_special` is its twin over another crate's
-/// automaton: one generic over closures cost 4% more instructions in the scan.
-fn to_special(dfa: &dense::DFA<Vec<u32>>, mut state: StateID, text: &[u8], mut at: usize) -> (StateID, usize, bool) {
-    while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
-        let s0 = dfa.next_state(state, b0);
-        if dfa.is_special_state(s0) {
-            return (s0, at + 1, true);
-        }
-        let s1 = dfa.next_state(s0, b1);
-        if dfa.is_special_state(s1) {
-            return (s1, at + 2, true);
-        }
-        let s2 = dfa.next_state(s1, b2);
-        if dfa.is_special_state(s2) {
-            return (s2, at + 3, true);
-        }
-        state = dfa.next_state(s2, b3);
-        at += 4;
-        if dfa.is_special_state(state) {
-            return (state, at, true);
-        }
-    }
-    while let Some(&byte) = text.get(at) {
-        state = dfa.next_state(state, byte);
-        at += 1;
-        if dfa.is_special_state(state) {
-            return (state, at, true);
-        }
-    }
-    (state, at, false)
-}
 
 /// Steps lazy `dfa` from untagged `state` over `text` from `at`, four bytes a round,
 /// while its states stay untagged (built, neither match, dead nor quit): the last
@@ -698,7 +669,8 @@ impl UnionPlan {
             rest = after;
             let automaton = match group.automaton {
                 Some(built) if members.len() >= 2 && built.pattern_len() == members.len() => match built {
-                    Grouped::Dense(dfa) => Some(UnionAutomaton::Dense(dfa)),
+                    // One that does not fit 16-bit rows leaves its members alone.
+                    Grouped::Dense(dfa) => NarrowDfa::of(&dfa).map(|n| UnionAutomaton::Dense(alloc::boxed::Box::new(n))),
                     Grouped::Lazy(nfa) => build_lazy(nfa, None, MatchKind::All, lazy).ok().map(UnionAutomaton::Lazy),
                 },
                 // A pattern alone is a union of one over its own DFA, so that it can walk
@@ -893,6 +865,11 @@ fn build(hirs: &[Hir]) -> Option<dense::DFA<Vec<u32>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A union's dense DFA in the rows the scan walks.
+    fn narrow(dfa: &dense::DFA<Vec<u32>>) -> alloc::boxed::Box<NarrowDfa> {
+        alloc::boxed::Box::new(NarrowDfa::of(dfa).expect("fits 16-bit rows"))
+    }
     use alloc::string::ToString;
 
     /// `list`'s regexes, "-" standing for a missing one.
@@ -1017,7 +994,7 @@ mod tests {
                 let mut first_ends = [0u32; UNION_MEMBERS];
                 let found = match automaton {
                     Grouped::Dense(dfa) => {
-                        let union = Union { automaton: UnionAutomaton::Dense(dfa), members, decided: 0 };
+                        let union = Union { automaton: UnionAutomaton::Dense(narrow(&dfa)), members, decided: 0 };
                         union.finds(text.as_bytes(), 0, &mut first_ends, &[], |_| None)
                     }
                     Grouped::Lazy(nfa) => {
@@ -1068,7 +1045,7 @@ mod tests {
         let unions: Vec<Union> = sets
             .iter()
             .map(|members| match group(&plan(UnionKind::Dense, members, &alloc::vec![1; members.len()])).pop().and_then(|g| g.automaton) {
-                Some(Grouped::Dense(dfa)) => Union { automaton: UnionAutomaton::Dense(dfa), members: (0..members.len() as u32).collect(), decided: 0 },
+                Some(Grouped::Dense(dfa)) => Union { automaton: UnionAutomaton::Dense(narrow(&dfa)), members: (0..members.len() as u32).collect(), decided: 0 },
                 _ => panic!("{members:?}: no dense union"),
             })
             .collect();
@@ -1165,7 +1142,7 @@ mod tests {
                 }
             }
             let ids: Vec<u32> = (0..members.len() as u32).collect();
-            let dense = Union { automaton: UnionAutomaton::Dense(dense.expect("dense union")), members: ids.clone(), decided: 0 };
+            let dense = Union { automaton: UnionAutomaton::Dense(narrow(&dense.expect("dense union"))), members: ids.clone(), decided: 0 };
             let lazy_union = Union { automaton: UnionAutomaton::Lazy(0), members: ids, decided: 0 };
             let mut cache = lazy.first().expect("lazy union").create_cache();
             for text in random_texts(3000, 24, b"abc.\n") {
