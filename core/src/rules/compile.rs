@@ -259,7 +259,7 @@ const NARROW_JOBS: usize = 8;
 pub(crate) enum Matcher {
     Dense(alloc::boxed::Box<dense::DFA<Vec<u32>>>),
     /// A dense DFA in 16-bit rows: what [`Matcher::Dense`] becomes once the rules are
-    /// compiled, unless a union walks it.
+    /// compiled (one too big for the rows stays dense).
     Narrow(alloc::boxed::Box<super::narrow::NarrowDfa>),
     /// Index into `RuleSet::lazy_dfas` and the scratch's caches.
     Lazy(usize),
@@ -829,7 +829,7 @@ pub(super) fn line_local(hir: &Hir, depth: usize) -> Hir {
 
 /// A dense DFA, or `None` when it would exceed `dense_limit` bytes; `anchored`: one that
 /// can also start anchored.
-fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool, dense_limit: usize) -> Option<dense::DFA<Vec<u32>>> {
+pub(super) fn build_dense(nfa: &thompson::NFA, prefilter: Option<Prefilter>, anchored: bool, dense_limit: usize) -> Option<dense::DFA<Vec<u32>>> {
     dense::Builder::new()
         .configure(
             dense::Config::new()

@@ -111,8 +111,8 @@ impl NarrowDfa {
         let shift = dfa.stride2();
         let row = |id: StateID| id.as_usize() >> shift;
         let mut rows = start_ids.iter().flatten().flatten().map(|&id| row(id) + 1).max().unwrap_or(1);
-        // Row numbers first, offsets once all fit.
-        // The crate's table is most of its bytes: room for as many rows, at most 16 bits.
+        // Row numbers first, offsets once all fit. The crate's table is most of its
+        // bytes: room for as many rows as it holds, at most what 16 bits name.
         let most_rows = (dfa.memory_usage() / (dfa.stride() * 4)).min(usize::from(u16::MAX) / stride);
         let mut next: Vec<u16> = Vec::with_capacity(most_rows * stride);
         let mut specials = Vec::new();
@@ -345,14 +345,17 @@ impl NarrowDfa {
         self.start(0, &[], 0)
     }
 
+    /// Whether `state` is entered one byte after a match ends.
     pub(crate) fn is_match(&self, state: u16) -> bool {
         self.special(state).kind & MATCH != 0
     }
 
+    /// Whether no match can follow `state`.
     pub(crate) fn is_dead(&self, state: u16) -> bool {
         self.special(state).kind & DEAD != 0
     }
 
+    /// Whether the search fails at `state` (a byte the DFA was built to give up on).
     pub(crate) fn is_quit(&self, state: u16) -> bool {
         self.special(state).kind & QUIT != 0
     }
@@ -439,26 +442,20 @@ mod tests {
     use super::*;
     use alloc::string::String;
     use alloc::vec::Vec;
-    use regex_automata::dfa::StartKind;
+    use crate::rules::compile::build_dense;
+    use regex_automata::nfa::thompson;
     use regex_automata::MatchKind;
 
-    /// A dense DFA as the rules build them: leftmost-first, minimized, with the
-    /// prefilter of `literals` when given, anchored starts too when `anchored`.
+    /// A dense DFA as the rules build them (`build_dense`), with the prefilter of
+    /// `literals` when given, anchored starts too when `anchored`.
     fn dense_of(patterns: &[&str], literals: &[&str], anchored: bool) -> dense::DFA<Vec<u32>> {
         let prefilter = (!literals.is_empty()).then(|| Prefilter::new(MatchKind::LeftmostFirst, literals)).flatten();
-        dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .start_kind(if anchored { StartKind::Both } else { StartKind::Unanchored })
-                    .specialize_start_states(prefilter.is_some())
-                    .prefilter(prefilter)
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .minimize(true),
-            )
+        let nfa = thompson::Compiler::new()
             .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
-            .thompson(regex_automata::nfa::thompson::Config::new().utf8(false))
+            .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
             .build_many(patterns)
-            .expect("patterns build")
+            .expect("patterns build");
+        build_dense(&nfa, prefilter, anchored, usize::MAX).expect("a dense DFA")
     }
 
     #[test]
