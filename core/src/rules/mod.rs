@@ -393,6 +393,21 @@ pub struct EvalSettings {
     pub ok_locales: Option<String>,
 }
 
+/// One byte of each look-behind kind a DFA's start state tells apart: none (a text's
+/// start), `\n`, `\r`, a word byte, another byte.
+pub(crate) const LOOK_BEHIND_SAMPLES: [Option<u8>; 5] = [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')];
+
+/// Which of [`LOOK_BEHIND_SAMPLES`] stands for `byte` before a search.
+pub(crate) fn look_behind_kind(byte: Option<u8>) -> usize {
+    match byte {
+        None => 0,
+        Some(b'\n') => 1,
+        Some(b'\r') => 2,
+        Some(b) if b.is_ascii_alphanumeric() || b == b'_' => 3,
+        Some(_) => 4,
+    }
+}
+
 /// Pseudo-random numbers for tables of generated cases: the same every run.
 #[cfg(test)]
 pub(crate) struct Xorshift(pub(crate) u32);

@@ -16,6 +16,8 @@ use regex_automata::util::primitives::{PatternID, StateID};
 use regex_automata::{Anchored, HalfMatch, Input, Span};
 use regex_automata::util::start;
 
+use super::{look_behind_kind, LOOK_BEHIND_SAMPLES};
+
 /// What a special state is (bits of [`Special::kind`]).
 const DEAD: u8 = 1;
 const QUIT: u8 = 2;
@@ -24,20 +26,6 @@ const ACCEL: u8 = 8;
 const START: u8 = 16;
 /// No start state for this mode (an anchored search of a DFA built unanchored only).
 const NO_START: u16 = u16::MAX;
-/// One byte for each look-behind kind a start state depends on: none (the text's
-/// start), `\n`, `\r`, a word byte, any other byte.
-const BEHIND_SAMPLES: [Option<u8>; 5] = [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')];
-
-/// Which of [`BEHIND_SAMPLES`] stands for the byte before a search.
-fn behind_kind(byte: Option<u8>) -> usize {
-    match byte {
-        None => 0,
-        Some(b'\n') => 1,
-        Some(b'\r') => 2,
-        Some(b) if b.is_ascii_alphanumeric() || b == b'_' => 3,
-        Some(_) => 4,
-    }
-}
 
 /// A state the search stops at: its kinds, when accelerated the bytes that leave it,
 /// when a match the patterns it reports (`NarrowDfa::patterns[first..first + count]`).
@@ -67,7 +55,7 @@ pub(crate) struct NarrowDfa {
     specials: Vec<Special>,
     /// The patterns match states report, each state's together.
     patterns: Vec<u32>,
-    /// Start state by mode (unanchored, anchored) and look-behind kind.
+    /// Start state by mode (unanchored, anchored) and look-behind kind ([`look_behind_kind`]).
     starts: [[u16; 5]; 2],
     /// One unanchored start state whatever the look-behind: the prefilter's skips need
     /// not recompute it.
@@ -78,7 +66,7 @@ pub(crate) struct NarrowDfa {
 impl NarrowDfa {
     /// The DFA `dfa` in 16-bit rows, or `None` when it does not fit them: more
     /// transitions than 16 bits name, start states that depend on more than the
-    /// look-behind kinds above, empty matches the crate's search would skip inside a
+    /// look-behind kinds of [`LOOK_BEHIND_SAMPLES`], empty matches the crate's search would skip inside a
     /// UTF-8 character.
     pub(crate) fn of(dfa: &dense::DFA<Vec<u32>>) -> Option<NarrowDfa> {
         let byte_classes = dfa.byte_classes();
@@ -100,7 +88,7 @@ impl NarrowDfa {
         let start_of = |mode: Anchored, behind: Option<u8>| dfa.start_state(&start::Config::new().anchored(mode).look_behind(behind)).ok();
         let mut start_ids = [[None; 5]; 2];
         for (ids, mode) in start_ids.iter_mut().zip([Anchored::No, Anchored::Yes]) {
-            for (id, &behind) in ids.iter_mut().zip(BEHIND_SAMPLES.iter()) {
+            for (id, &behind) in ids.iter_mut().zip(LOOK_BEHIND_SAMPLES.iter()) {
                 *id = start_of(mode, behind);
             }
         }
@@ -155,7 +143,7 @@ impl NarrowDfa {
         for (ids, mode) in start_ids.iter().zip([Anchored::No, Anchored::Yes]) {
             // No start at a text's start: a mode the DFA was not built for.
             let universal = !quit_bytes && dfa.universal_start_state(mode).is_some();
-            if ids[0].is_some() && !universal && (0..=255u8).any(|b| start_of(mode, Some(b)) != ids[behind_kind(Some(b))]) {
+            if ids[0].is_some() && !universal && (0..=255u8).any(|b| start_of(mode, Some(b)) != ids[look_behind_kind(Some(b))]) {
                 return None;
             }
         }
@@ -395,7 +383,7 @@ impl NarrowDfa {
     /// The start state of a search from `at` in `hay`, by mode; `None` when the DFA has none.
     fn start(&self, mode: usize, hay: &[u8], at: usize) -> Option<u16> {
         let behind = at.checked_sub(1).and_then(|i| hay.get(i)).copied();
-        let id = *self.starts.get(mode)?.get(behind_kind(behind))?;
+        let id = *self.starts.get(mode)?.get(look_behind_kind(behind))?;
         (id != NO_START).then_some(id)
     }
 }

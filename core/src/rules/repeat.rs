@@ -73,8 +73,7 @@ impl Openings {
         let mut cache = dfa.create_cache();
         let mut first = ByteSet::default();
         let mut pairs = alloc::boxed::Box::new([ByteSet::default(); 256]);
-        // One look-behind byte of each kind a start state tells apart.
-        for before in [None, Some(b'\n'), Some(b'\r'), Some(b'a'), Some(b' ')] {
+        for before in super::LOOK_BEHIND_SAMPLES {
             let config = start::Config::new().anchored(Anchored::Yes).look_behind(before);
             for &a in &representatives {
                 // Looked up each time: a step that clears the cache renumbers its states.
