@@ -626,18 +626,28 @@ pub(crate) fn key(parts: &[&[u8]]) -> Key {
 /// An NFA's states as bytes, for [`nfa_from_image`]: one pattern or a union's few, no
 /// capture states (the lazy DFAs never need them); `None` for any other NFA.
 fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
-    if !(1..=MAX_NFA_PATTERNS).contains(&nfa.pattern_len()) || nfa.is_utf8() || nfa.is_reverse() {
+    if nfa.is_utf8() || nfa.is_reverse() {
         return None;
     }
-    let mut out = Vec::with_capacity(nfa.states().len() * 8);
+    let starts: Vec<StateID> = nfa.patterns().map(|p| nfa.start_pattern(p)).collect::<Option<_>>()?;
+    states_image(nfa.states(), nfa.start_anchored(), nfa.start_unanchored(), &starts)
+}
+
+/// The image [`nfa_image`] makes of an NFA of `states`, its two starts and each
+/// pattern's start: also how [`super::nfa`] rebuilds the NFAs it changes.
+pub(super) fn states_image(states: &[State], anchored: StateID, unanchored: StateID, pattern_starts: &[StateID]) -> Option<Vec<u8>> {
+    if !(1..=MAX_NFA_PATTERNS).contains(&pattern_starts.len()) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(states.len() * 8);
     let id = |s: StateID| s.as_u32().to_le_bytes();
-    for word in [nfa.states().len() as u32, nfa.start_anchored().as_u32(), nfa.start_unanchored().as_u32(), nfa.pattern_len() as u32] {
+    for word in [states.len() as u32, anchored.as_u32(), unanchored.as_u32(), pattern_starts.len() as u32] {
         out.extend_from_slice(&word.to_le_bytes());
     }
-    for pattern in nfa.patterns() {
-        out.extend_from_slice(&id(nfa.start_pattern(pattern)?));
+    for &start in pattern_starts {
+        out.extend_from_slice(&id(start));
     }
-    for state in nfa.states() {
+    for state in states {
         match state {
             State::ByteRange { trans } => {
                 out.push(0);
@@ -681,7 +691,7 @@ fn nfa_image(nfa: &thompson::NFA) -> Option<Vec<u8>> {
 /// the image is not one (every state id is checked before the builder sees it). A
 /// pattern's states end with its match state, so each match closes its pattern and
 /// opens the next.
-fn nfa_from_image(image: &[u8]) -> Option<thompson::NFA> {
+pub(super) fn nfa_from_image(image: &[u8]) -> Option<thompson::NFA> {
     let mut r = Reader { bytes: image, pos: 0 };
     let count = r.u32().ok()? as usize;
     if count == 0 || count > MAX_NFA_STATES {

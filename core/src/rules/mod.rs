@@ -426,6 +426,7 @@ impl Xorshift {
 pub(crate) mod compile;
 pub(crate) mod literal;
 pub(crate) mod narrow;
+mod nfa;
 pub(crate) mod repeat;
 pub(crate) mod unions;
 pub use compile::{CompileError, Disabled, DisabledReason, RuleSet, RuleSummary, RuleType, TypeCounts};

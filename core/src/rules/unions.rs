@@ -16,7 +16,7 @@ use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{build_lazy, line_local, nfa_compiler, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, build_nfa_many, line_local, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::narrow::NarrowDfa;
 use super::{Config, RuleKind};
@@ -814,7 +814,7 @@ fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
     let mut current: Vec<Hir> = Vec::new();
     let mut states = 0usize;
     let close_lazy = |groups: &mut Vec<Group>, current: &mut Vec<Hir>| {
-        let nfa = (current.len() >= 2).then(|| nfa_compiler().build_many_from_hir(current).ok()).flatten();
+        let nfa = (current.len() >= 2).then(|| build_nfa_many(current).ok()).flatten();
         close(groups, current, nfa.map(Grouped::Lazy));
     };
     for (source, &size) in sources.iter().zip(sizes) {
@@ -848,7 +848,7 @@ fn close(groups: &mut Vec<Group>, current: &mut Vec<Hir>, automaton: Option<Grou
 /// The dense DFA reporting every match of each of `hirs` (`MatchKind::All`), or none
 /// over [`UNION_LIMIT`].
 fn build(hirs: &[Hir]) -> Option<dense::DFA<Vec<u32>>> {
-    let nfa = nfa_compiler().build_many_from_hir(hirs).ok()?;
+    let nfa = build_nfa_many(hirs).ok()?;
     dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -1086,7 +1086,7 @@ mod tests {
             })
             .collect();
         // `bb+c` alone, as the third union's member 4.
-        let own = nfa_compiler().build_many_from_hir(&[line_local(&parse_hir("bb+c").expect("regex"), 0)]).expect("nfa");
+        let own = build_nfa_many(&[line_local(&parse_hir("bb+c").expect("regex"), 0)]).expect("nfa");
         let index = build_lazy(own, None, MatchKind::LeftmostFirst, &mut lazy).expect("lazy dfa");
         unions.push(Union { automaton: UnionAutomaton::Lazy(index), members: alloc::vec![0], decided: 0 });
         let index_of = |u: &Union| match u.automaton {
