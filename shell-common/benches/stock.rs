@@ -89,6 +89,8 @@ fn main() {
         println!("compile with a warm DFA cache: {:.1} ms", t.as_secs_f64() * 1e3);
     }
     println!("automata: {:.1} MiB", rules.automata_bytes() as f64 / 1048576.0);
+    let (lazy_dfas, nfa_states) = rules.lazy_nfa_states();
+    println!("lazy DFAs: {lazy_dfas}, their NFAs {nfa_states} states");
     println!("message parse+render only: {:.0} messages/s, {:.1} MB/s rendered", messages.len() as f64 / parse_secs, rendered as f64 / parse_secs / 1e6);
     println!("scan (one core, {passes} passes): {:.0} messages/s, {:.1} MB/s raw, {:.1} MB/s rendered, {:.1} us/message", n / secs, raw_bytes as f64 * passes as f64 / secs / 1e6, rendered as f64 * passes as f64 / secs / 1e6, secs / n * 1e6);
     println!("scan CPU time: {:.0} messages/s, {:.1} MB/s rendered, {:.1} us/message", n / cpu_secs, rendered as f64 * passes as f64 / cpu_secs / 1e6, cpu_secs / n * 1e6);

@@ -1656,6 +1656,12 @@ impl RuleSet {
         self.rules.iter().position(|r| r.name == name).map(|i| i as u32)
     }
 
+    /// The lazy DFAs and the states of the NFAs they run on: each worker's cache for a
+    /// lazy DFA holds sets sized to its NFA, whatever the mail.
+    pub fn lazy_nfa_states(&self) -> (usize, usize) {
+        (self.lazy_dfas.len(), self.lazy_dfas.iter().map(|d| d.get_nfa().states().len()).sum())
+    }
+
     /// Heap bytes of the compiled automata (dense DFAs, lazy DFAs' NFAs, prefilters):
     /// what every child shares with the master after a fork.
     pub fn automata_bytes(&self) -> usize {
@@ -1981,6 +1987,9 @@ mod tests {
             assert_eq!(!set.lazy_dfas.is_empty(), lazy, "{rules}");
             let nfas: usize = set.lazy_dfas.iter().map(|d| d.get_nfa().memory_usage()).sum();
             assert_eq!(nfas > 0, lazy, "{rules}");
+            // The big pattern's NFA: a dozen states or more for its sixteen classes.
+            let (count, states) = set.lazy_nfa_states();
+            assert_eq!((count, states >= 16), (usize::from(lazy), lazy), "{rules}");
             // What a fork shares holds the NFAs a lazy DFA runs on.
             assert!(set.automata_bytes() >= nfas + set.body.prefilter.as_ref().map_or(0, |a| a.memory_usage()), "{rules}");
         }
