@@ -56,7 +56,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 9;
+pub(crate) const AUTOMATA_REVISION: u32 = 10;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -787,11 +787,11 @@ fn build_nfa(hir: &Hir) -> Result<thompson::NFA, DisabledReason> {
     build_nfa_many(core::slice::from_ref(hir))
 }
 
-/// The NFA of `hirs`, one pattern each, with its unions' byte alternates merged
-/// ([`nfa::merge_alternates`]): every automaton of the rules is built from one.
+/// The NFA of `hirs`, one pattern each, made smaller ([`nfa::shrink`]: a union's byte
+/// alternates and equal states merged): every automaton of the rules is built from one.
 pub(super) fn build_nfa_many(hirs: &[Hir]) -> Result<thompson::NFA, DisabledReason> {
     let nfa = nfa_compiler().build_many_from_hir(hirs).map_err(|e| DisabledReason::Build(e.to_string()))?;
-    Ok(nfa::merge_alternates(&nfa).unwrap_or(nfa))
+    Ok(nfa::shrink(&nfa).unwrap_or(nfa))
 }
 
 /// The NFA compiler of every pattern: bytes, no Unicode, no captures.
@@ -1996,18 +1996,18 @@ mod tests {
     }
 
     #[test]
-    fn lazy_nfas_have_their_alternates_merged_table() {
-        // Patterns too big to be dense, with a union whose alternates merge.
+    fn lazy_nfas_are_shrunk_table() {
+        // Patterns too big to be dense, whose NFAs shrink (a union's alternates merge).
         let ab = "[ab]".repeat(16);
         let cases = [alloc::format!("(?:x|[yz]w)[ab]*a{ab}c"), alloc::format!(r"[ab]*a{ab}(?:\xc3[\x80-\x85]|\xc4\x80|[aA@])")];
         for pattern in &cases {
-            assert!(nfa::merge_alternates(&nfa_compiler().build(pattern).expect("builds")).is_some(), "{pattern}");
+            assert!(nfa::shrink(&nfa_compiler().build(pattern).expect("builds")).is_some(), "{pattern}");
             for kind in ["body", "rawbody"] {
                 let rules = alloc::format!("{kind} BIG /{pattern}/\n");
                 let set = RuleSet::compile(&parse_str("t.cf", &rules).expect("parse")).expect("compile");
                 assert!(!set.lazy_dfas.is_empty(), "{rules}");
                 for dfa in &set.lazy_dfas {
-                    assert!(nfa::merge_alternates(dfa.get_nfa()).is_none(), "{rules}: a lazy DFA's NFA merges further");
+                    assert!(nfa::shrink(dfa.get_nfa()).is_none(), "{rules}: a lazy DFA's NFA shrinks further");
                 }
             }
         }

@@ -4,9 +4,11 @@
 //! (`[aA@]|\xc3[\x80-\x85]|\xf0\x9d(?:\x90[\x80\x9a]|\x91[\x8e\xa8]|...)`), which the
 //! Thompson compiler turns into a union with one state for each alternative's first
 //! byte. Where those bytes are apart, the alternatives are one state that steps on any
-//! of them: the same matches, in far fewer states. A lazy DFA's NFA is shared by every
-//! process, and each worker's cache for it keeps two sets as long as its states.
+//! of them; and states that step alike to the same states are one state. The same
+//! matches, in far fewer states: a lazy DFA's NFA is shared by every process, and each
+//! worker's cache for it keeps two sets as long as its states.
 
+use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -17,6 +19,46 @@ use super::cache::{nfa_from_image, states_image};
 
 /// Nested unions inlined into their parent at most this deep.
 const MAX_INLINE_DEPTH: usize = 8;
+/// Rounds of both passes of [`shrink`] at most.
+const MAX_SHRINK_ROUNDS: usize = 8;
+
+/// An NFA's states and where its searches start.
+struct Graph {
+    states: Vec<State>,
+    anchored: StateID,
+    unanchored: StateID,
+    pattern_starts: Vec<StateID>,
+}
+
+/// `nfa` made smaller: [`merge_alternates`] and [`merge_equal_states`] by turns, each
+/// letting the other find more, until neither finds anything. `None` when nothing
+/// shrinks, or `nfa` is not one the compile cache's image holds.
+pub(super) fn shrink(nfa: &thompson::NFA) -> Option<thompson::NFA> {
+    if nfa.is_utf8() || nfa.is_reverse() {
+        return None;
+    }
+    let pattern_starts = nfa.patterns().map(|p| nfa.start_pattern(p)).collect::<Option<_>>()?;
+    let mut graph = Graph { states: nfa.states().to_vec(), anchored: nfa.start_anchored(), unanchored: nfa.start_unanchored(), pattern_starts };
+    let mut shrunk = false;
+    for _ in 0..MAX_SHRINK_ROUNDS {
+        let mut round = false;
+        for pass in [merge_alternates, merge_equal_states] {
+            if let Some(smaller) = pass(&graph) {
+                graph = smaller;
+                round = true;
+            }
+        }
+        if !round {
+            break;
+        }
+        shrunk = true;
+    }
+    if !shrunk {
+        return None;
+    }
+    let image = states_image(&graph.states, graph.anchored, graph.unanchored, &graph.pattern_starts)?;
+    nfa_from_image(&image)
+}
 
 /// An alternate of a union once merged: a state of the NFA, or a new state stepping
 /// on bytes to where several alternates stepped (by byte).
@@ -25,20 +67,17 @@ enum Alternate {
     Merged(Vec<Transition>),
 }
 
-/// `nfa` with each run of a union's alternates that step on single bytes, no byte to
+/// `graph` with each run of a union's alternates that step on single bytes, no byte to
 /// two different states, merged into one state, and the states then unreached dropped.
 /// Priority is kept: a run stays where its alternates were, and within it no byte can
-/// go two ways. `None` when nothing merges or `nfa` is not one [`states_image`] takes.
-pub(super) fn merge_alternates(nfa: &thompson::NFA) -> Option<thompson::NFA> {
-    if nfa.is_utf8() || nfa.is_reverse() {
-        return None;
-    }
-    let states = nfa.states();
+/// go two ways. `None` when nothing merges.
+fn merge_alternates(graph: &Graph) -> Option<Graph> {
+    let states = &graph.states[..];
     let n = states.len();
     // How many states and starts lead to each state: a union led to by its parent alone
     // can be inlined there without being kept too.
     let mut references = vec![0u32; n];
-    let starts = nfa.patterns().filter_map(|p| nfa.start_pattern(p)).chain([nfa.start_anchored(), nfa.start_unanchored()]);
+    let starts = graph.pattern_starts.iter().copied().chain([graph.anchored, graph.unanchored]);
     for id in states.iter().flat_map(successors).chain(starts) {
         if let Some(r) = references.get_mut(id.as_usize()) {
             *r = r.saturating_add(1);
@@ -100,8 +139,8 @@ pub(super) fn merge_alternates(nfa: &thompson::NFA) -> Option<thompson::NFA> {
         }
         id
     };
-    let pattern_starts: Vec<StateID> = nfa.patterns().map(|p| nfa.start_pattern(p).map(resolve)).collect::<Option<_>>()?;
-    let (anchored, unanchored) = (resolve(nfa.start_anchored()), resolve(nfa.start_unanchored()));
+    let pattern_starts: Vec<StateID> = graph.pattern_starts.iter().map(|&s| resolve(s)).collect();
+    let (anchored, unanchored) = (resolve(graph.anchored), resolve(graph.unanchored));
     // States reached from the starts, through the merged states.
     let total = n + added.len();
     let mut reached = vec![false; total];
@@ -140,9 +179,107 @@ pub(super) fn merge_alternates(nfa: &thompson::NFA) -> Option<thompson::NFA> {
     for &i in &order {
         out.push(remapped(state_of(i)?, &map)?);
     }
-    let starts: Vec<StateID> = pattern_starts.iter().map(|&s| map(s)).collect::<Option<_>>()?;
-    let image = states_image(&out, map(anchored)?, map(unanchored)?, &starts)?;
-    nfa_from_image(&image)
+    let pattern_starts = pattern_starts.iter().map(|&s| map(s)).collect::<Option<_>>()?;
+    Some(Graph { states: out, anchored: map(anchored)?, unanchored: map(unanchored)?, pattern_starts })
+}
+
+/// `graph` with states that step alike to the same states made one. Each state's class
+/// is found once the classes of the states it goes to are (depth first, each state
+/// after its successors), so two chains of equal states become one in a single pass;
+/// a state on a cycle still open stands for itself. `None` when no two states are
+/// equal.
+fn merge_equal_states(graph: &Graph) -> Option<Graph> {
+    let states = &graph.states[..];
+    let n = states.len();
+    // A state's class: the first state found with what it does; below these marks.
+    let (unseen, open) = (u32::MAX, u32::MAX - 1);
+    if n >= open as usize {
+        return None;
+    }
+    let mut class = vec![unseen; n];
+    let mut seen: BTreeMap<Vec<u32>, u32> = BTreeMap::new();
+    // (state, its next successor to visit)
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if class.get(root) != Some(&unseen) {
+            continue;
+        }
+        *class.get_mut(root)? = open;
+        stack.push((root, 0));
+        while let Some((i, k)) = stack.last_mut() {
+            let (i, state) = (*i, states.get(*i)?);
+            if let Some(next) = successor(state, *k) {
+                *k += 1;
+                let to = class.get_mut(next.as_usize())?;
+                if *to == unseen {
+                    *to = open;
+                    stack.push((next.as_usize(), 0));
+                }
+                continue;
+            }
+            let key = state_key(state, i as u32, &class)?;
+            let fresh = i as u32;
+            *class.get_mut(i)? = *seen.entry(key).or_insert(fresh);
+            stack.pop();
+        }
+    }
+    if seen.len() == n {
+        return None;
+    }
+    // The first state found of each class stays, in its place; the others go.
+    let mut new_id = vec![StateID::ZERO; n];
+    let mut kept = 0;
+    for (i, &c) in class.iter().enumerate() {
+        if c as usize == i {
+            *new_id.get_mut(i)? = StateID::new(kept).ok()?;
+            kept += 1;
+        }
+    }
+    let map = |id: StateID| new_id.get(*class.get(id.as_usize())? as usize).copied();
+    let states = states.iter().enumerate().filter(|&(i, _)| class.get(i) == Some(&(i as u32))).map(|(_, s)| remapped(s, &map)).collect::<Option<_>>()?;
+    let pattern_starts = graph.pattern_starts.iter().map(|&s| map(s)).collect::<Option<_>>()?;
+    Some(Graph { states, anchored: map(graph.anchored)?, unanchored: map(graph.unanchored)?, pattern_starts })
+}
+
+/// The `k`th state `state` moves to, by byte or not.
+fn successor(state: &State, k: usize) -> Option<StateID> {
+    match state {
+        State::ByteRange { trans } => (k == 0).then_some(trans.next),
+        State::Sparse(sparse) => sparse.transitions.get(k).map(|t| t.next),
+        State::Dense(dense) => dense.transitions.get(k).copied(),
+        State::Look { next, .. } | State::Capture { next, .. } => (k == 0).then_some(*next),
+        State::Union { alternates } => alternates.get(k).copied(),
+        State::BinaryUnion { alt1, alt2 } => [*alt1, *alt2].get(k).copied(),
+        State::Fail | State::Match { .. } => None,
+    }
+}
+
+/// What `state` (the `i`th of `n`) does, with the states it goes to by their `class`
+/// (one still open by itself, past `n`): equal for two states only if either can stand
+/// for the other.
+fn state_key(state: &State, i: u32, class: &[u32]) -> Option<Vec<u32>> {
+    let n = class.len() as u32;
+    let open = u32::MAX - 1;
+    let c = |id: StateID| match class.get(id.as_usize()).copied()? {
+        c if c == open => n.checked_add(id.as_u32()),
+        c => Some(c),
+    };
+    Some(match state {
+        State::ByteRange { trans } => vec![0, u32::from(trans.start), u32::from(trans.end), c(trans.next)?],
+        State::Sparse(sparse) => {
+            let mut key = vec![1];
+            for t in sparse.transitions.iter() {
+                key.extend([u32::from(t.start), u32::from(t.end), c(t.next)?]);
+            }
+            key
+        }
+        State::Union { alternates } => core::iter::once(Some(2)).chain(alternates.iter().map(|&a| c(a))).collect::<Option<_>>()?,
+        State::BinaryUnion { alt1, alt2 } => vec![3, c(*alt1)?, c(*alt2)?],
+        State::Look { look, next } => vec![4, look.as_repr(), c(*next)?],
+        State::Match { pattern_id } => vec![5, pattern_id.as_u32()],
+        // Never equal to another.
+        State::Fail | State::Dense(_) | State::Capture { .. } => vec![6, i],
+    })
 }
 
 /// `alternates` with each union among them that nothing else leads to replaced by its
@@ -222,24 +359,30 @@ fn close_run(run: &mut Vec<StateID>, next_of: &mut [Option<StateID>; 256], out: 
 }
 
 /// The states `state` moves to, by byte or not.
-fn successors(state: &State) -> Vec<StateID> {
-    match state {
-        State::ByteRange { trans } => vec![trans.next],
-        State::Sparse(sparse) => sparse.transitions.iter().map(|t| t.next).collect(),
-        State::Dense(dense) => dense.transitions.to_vec(),
-        State::Look { next, .. } | State::Capture { next, .. } => vec![*next],
-        State::Union { alternates } => alternates.to_vec(),
-        State::BinaryUnion { alt1, alt2 } => vec![*alt1, *alt2],
-        State::Fail | State::Match { .. } => Vec::new(),
-    }
+fn successors(state: &State) -> impl Iterator<Item = StateID> + '_ {
+    (0..).map_while(move |k| successor(state, k))
 }
 
-/// `state` with its state ids mapped by `map`.
+/// `state` with its state ids mapped by `map`; neighbouring ranges that now go to one
+/// state become one range.
 fn remapped(state: &State, map: &impl Fn(StateID) -> Option<StateID>) -> Option<State> {
     let trans = |t: &Transition| Some(Transition { next: map(t.next)?, ..*t });
     Some(match state {
         State::ByteRange { trans: t } => State::ByteRange { trans: trans(t)? },
-        State::Sparse(sparse) => State::Sparse(SparseTransitions { transitions: sparse.transitions.iter().map(trans).collect::<Option<_>>()? }),
+        State::Sparse(sparse) => {
+            let mut transitions: Vec<Transition> = Vec::with_capacity(sparse.transitions.len());
+            for t in sparse.transitions.iter() {
+                let t = trans(t)?;
+                match transitions.last_mut() {
+                    Some(last) if last.next == t.next && last.end.checked_add(1) == Some(t.start) => last.end = t.end,
+                    _ => transitions.push(t),
+                }
+            }
+            match transitions.as_slice() {
+                [one] => State::ByteRange { trans: *one },
+                _ => State::Sparse(SparseTransitions { transitions: transitions.into_boxed_slice() }),
+            }
+        }
         State::Look { look, next } => State::Look { look: *look, next: map(*next)? },
         State::Union { alternates } => State::Union { alternates: alternates.iter().map(|&a| map(a)).collect::<Option<_>>()? },
         State::BinaryUnion { alt1, alt2 } => State::BinaryUnion { alt1: map(*alt1)?, alt2: map(*alt2)? },
@@ -290,8 +433,13 @@ mod tests {
     type Case<'a> = (&'a [&'a str], bool, &'a [&'a [u8]]);
 
     #[test]
-    fn merge_alternates_table() {
+    fn shrink_table() {
         let cases: &[Case<'_>] = &[
+            // Unions of the same alternates in another order are not equal: the
+            // preferred one decides where `y`'s match ends.
+            (&[r"(?:x(?:[ab]c|[ab])|y(?:[ab]|[ab]c))"], true, &[b"xac", b"yac", b"yb"]),
+            // Equal tails: `[xy]z` twice is once, and then `a` and `b` step alike.
+            (&[r"(?:a[xy]z|b[xy]z|c)q"], true, &[b"axzq", b"byzq", b"cq", b"azq"]),
             // A letter tag: first bytes apart merge, then each branch's second byte.
             (
                 &[r"(?:[aA@]|\xc3[\x80-\x85]|\xc4[\x80\x81]|&\#97;)x"],
@@ -324,18 +472,37 @@ mod tests {
         ];
         for &(patterns, merges, hays) in cases {
             let before = unmerged(patterns);
-            let after = merge_alternates(&before);
+            let after = shrink(&before);
             assert_eq!(after.is_some(), merges, "{patterns:?}");
             let Some(after) = after else { continue };
             assert!(after.states().len() < before.states().len(), "{patterns:?}: {} states, {} before", after.states().len(), before.states().len());
             assert_same_matches(&before, &after, hays, &alloc::format!("{patterns:?}"));
             // Merged once is merged.
-            assert!(merge_alternates(&after).is_none(), "{patterns:?} merges twice");
+            assert!(shrink(&after).is_none(), "{patterns:?} shrinks twice");
         }
     }
 
     #[test]
-    fn merge_alternates_at_random() {
+    fn shrink_counts_table() {
+        // (pattern, states after: the unanchored start's two, then the pattern's; byte
+        // classes after, end of input included)
+        let cases = [
+            // sparse(a-b => tail, c => q), [xy], z, q, match: `a` and `b` one class
+            (r"(?:a[xy]z|b[xy]z|c)q", 7, 10),
+            // \xce's two branches one: x, sparse(\xce => [\x92\xb2], b => y), [\x92\xb2], y, match
+            (r"x(?:\xce[\x92\xb2]|b|\xce[\x92\xb2])y", 7, 13),
+            // Equal chains longer than the rounds of both passes: sparse(a-b => [xy]),
+            // [xy], b to l, match
+            (r"(?:a[xy]bcdefghijkl|b[xy]bcdefghijkl)", 16, 17),
+        ];
+        for (pattern, states, classes) in cases {
+            let shrunk = shrink(&unmerged(&[pattern])).expect("shrinks");
+            assert_eq!((shrunk.states().len(), shrunk.byte_classes().alphabet_len()), (states, classes), "{pattern}: {shrunk:?}");
+        }
+    }
+
+    #[test]
+    fn shrink_at_random() {
         // Patterns of random pieces, alternations of bytes and sequences sharing bytes
         // among them, over random texts of their bytes.
         let pieces = [
@@ -354,7 +521,7 @@ mod tests {
                 .collect();
             let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
             let before = unmerged(&patterns);
-            let Some(after) = merge_alternates(&before) else { continue };
+            let Some(after) = shrink(&before) else { continue };
             merged += 1;
             let hays: Vec<Vec<u8>> = (0..6).map(|_| (0..random.below(10)).map(|_| b"abcxyz \n"[random.below(8)]).collect()).collect();
             let hays: Vec<&[u8]> = hays.iter().map(Vec::as_slice).collect();
