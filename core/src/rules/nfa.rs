@@ -105,13 +105,9 @@ fn merge_alternates(graph: &Graph) -> Option<Graph> {
             match a {
                 Alternate::Old(id) => ids.push(id),
                 Alternate::Merged(transitions) => {
-                    let id = StateID::new(n + added.len()).ok()?;
-                    let state = match transitions.as_slice() {
-                        [one] => State::ByteRange { trans: *one },
-                        _ => State::Sparse(SparseTransitions { transitions: transitions.into_boxed_slice() }),
-                    };
-                    added.push((i, state));
-                    ids.push(id);
+                    ids.push(StateID::new(n + added.len()).ok()?);
+                    // One range is made a `ByteRange` when the states are renumbered.
+                    added.push((i, State::Sparse(SparseTransitions { transitions: transitions.into_boxed_slice() })));
                 }
             }
         }
