@@ -21,6 +21,10 @@ use super::cache::{nfa_from_image, states_image};
 const MAX_INLINE_DEPTH: usize = 8;
 /// Rounds of both passes of [`shrink`] at most.
 const MAX_SHRINK_ROUNDS: usize = 8;
+/// [`merge_equal_states`]'s marks for a state not yet found and one whose successors
+/// are still being visited; classes are state indexes, below both.
+const UNSEEN: u32 = u32::MAX;
+const OPEN: u32 = u32::MAX - 1;
 
 /// An NFA's states and where its searches start.
 struct Graph {
@@ -187,35 +191,33 @@ fn merge_alternates(graph: &Graph) -> Option<Graph> {
 fn merge_equal_states(graph: &Graph) -> Option<Graph> {
     let states = &graph.states[..];
     let n = states.len();
-    // A state's class: the first state found with what it does; below these marks.
-    let (unseen, open) = (u32::MAX, u32::MAX - 1);
-    if n >= open as usize {
+    // A state's class: the first state found with what it does.
+    if n >= OPEN as usize {
         return None;
     }
-    let mut class = vec![unseen; n];
+    let mut class = vec![UNSEEN; n];
     let mut seen: BTreeMap<Vec<u32>, u32> = BTreeMap::new();
     // (state, its next successor to visit)
     let mut stack: Vec<(usize, usize)> = Vec::new();
     for root in 0..n {
-        if class.get(root) != Some(&unseen) {
+        if class.get(root) != Some(&UNSEEN) {
             continue;
         }
-        *class.get_mut(root)? = open;
+        *class.get_mut(root)? = OPEN;
         stack.push((root, 0));
         while let Some((i, k)) = stack.last_mut() {
             let (i, state) = (*i, states.get(*i)?);
             if let Some(next) = successor(state, *k) {
                 *k += 1;
                 let to = class.get_mut(next.as_usize())?;
-                if *to == unseen {
-                    *to = open;
+                if *to == UNSEEN {
+                    *to = OPEN;
                     stack.push((next.as_usize(), 0));
                 }
                 continue;
             }
             let key = state_key(state, i as u32, &class)?;
-            let fresh = i as u32;
-            *class.get_mut(i)? = *seen.entry(key).or_insert(fresh);
+            *class.get_mut(i)? = *seen.entry(key).or_insert(i as u32);
             stack.pop();
         }
     }
@@ -250,14 +252,13 @@ fn successor(state: &State, k: usize) -> Option<StateID> {
     }
 }
 
-/// What `state` (the `i`th of `n`) does, with the states it goes to by their `class`
-/// (one still open by itself, past `n`): equal for two states only if either can stand
-/// for the other.
+/// What `state` (the `i`th) does, with the states it goes to by their `class` (one
+/// still open by itself, past the last class): equal for two states only if either can
+/// stand for the other.
 fn state_key(state: &State, i: u32, class: &[u32]) -> Option<Vec<u32>> {
     let n = class.len() as u32;
-    let open = u32::MAX - 1;
     let c = |id: StateID| match class.get(id.as_usize()).copied()? {
-        c if c == open => n.checked_add(id.as_u32()),
+        OPEN => n.checked_add(id.as_u32()),
         c => Some(c),
     };
     Some(match state {
