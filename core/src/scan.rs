@@ -16,6 +16,7 @@ use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
+use crate::rules::narrow::NarrowTables;
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
@@ -323,6 +324,7 @@ impl RuleSet {
             candidates: &mut scratch.candidates,
             engines: Engines {
                 dfas: &self.lazy_dfas,
+                narrow: &self.narrow_tables,
                 caches: &mut scratch.caches,
                 scan: scratch.scans,
                 programs: &self.programs,
@@ -719,9 +721,12 @@ fn lazy_engine<'e>(dfas: &'e [hybrid::dfa::DFA], caches: &'e mut [CacheSlot], sc
     Some((dfa, slot.cache.get_or_insert_with(|| dfa.create_cache())))
 }
 
-/// The rule set's lazy DFAs and backtracking programs, with this scratch's caches for them.
+/// The rule set's lazy DFAs, narrow DFAs' tables and backtracking programs, with this
+/// scratch's caches for them.
 pub(crate) struct Engines<'s> {
     dfas: &'s [hybrid::dfa::DFA],
+    /// The narrow DFAs' tables.
+    narrow: &'s NarrowTables,
     caches: &'s mut [CacheSlot],
     /// This scan's number, marked on each cache it uses.
     scan: u64,
@@ -996,13 +1001,16 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
                     let (one, two) = s.engines.lazy_two(*a, *b)?;
                     union.finds_two_lazy(next, one, two, text, froms, (&mut first_ends, &mut next_ends))?
                 }
-                _ => union.finds_two(next, text, froms, (&mut first_ends, &mut next_ends), &program.patterns)?,
+                _ => union.finds_two(next, text, froms, (&mut first_ends, &mut next_ends), (&program.patterns, s.engines.narrow))?,
             };
             Some((next, found))
         });
         let found = match two {
             Some((_, (found, _))) => found,
-            None => union.finds(text, from, &mut first_ends, &program.patterns, |i| s.engines.lazy(i)),
+            None => {
+                let dense = (program.patterns.as_slice(), s.engines.narrow);
+                union.finds(text, from, &mut first_ends, dense, |i| s.engines.lazy(i))
+            }
         };
         probe.spent(Cost::Unions(target), started);
         take_union(program, union, found.map(|f| (f, &first_ends)), text, state, s, probe);
@@ -1207,7 +1215,7 @@ fn count_from(matcher: &Matcher, hay: &[u8], starts: &[u32], max: u32, engines: 
 fn search(matcher: &Matcher, input: &Input<'_>, engines: &mut Engines<'_>) -> Option<HalfMatch> {
     match matcher {
         Matcher::Dense(dfa) => dfa.try_search_fwd(input).ok().flatten(),
-        Matcher::Narrow(dfa) => dfa.find(input),
+        Matcher::Narrow(dfa) => engines.narrow.place(dfa)?.find(input),
         Matcher::Lazy(i) => engines.lazy(*i).and_then(|(dfa, cache)| dfa.try_search_fwd(cache, input).ok().flatten()),
         Matcher::Backtrack { .. } | Matcher::Repeat(_) => None,
     }
@@ -1876,6 +1884,7 @@ mod tests {
             let mut repeat_ends = Vec::new();
             let mut engines = Engines {
                 dfas: &set.lazy_dfas,
+                narrow: &set.narrow_tables,
                 caches: &mut caches,
                 scan: 0,
                 programs: &set.programs,

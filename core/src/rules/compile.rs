@@ -22,7 +22,7 @@ use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
 use super::literal::LiteralAutomaton;
-use super::narrow::NarrowDfa;
+use super::narrow::{NarrowDfa, NarrowTables, TablePart};
 use super::nfa;
 use super::repeat::{self, Openings, Repeat};
 use super::unions::{Union, UnionAutomaton, UnionKind, UnionPlan};
@@ -284,15 +284,16 @@ impl Matcher {
         }
     }
 
-    /// Turns its dense DFA (the decider or the screen) into a [`NarrowDfa`] where one fits.
-    pub(super) fn narrow(&mut self) {
+    /// Turns its dense DFA (the decider or the screen) into a [`NarrowDfa`] where one
+    /// fits, its table into `part`.
+    pub(super) fn narrow(&mut self, part: &mut TablePart) {
         match self {
             Matcher::Dense(dfa) => {
-                if let Some(narrow) = NarrowDfa::of(dfa) {
+                if let Some(narrow) = NarrowDfa::of(dfa, part) {
                     *self = Matcher::Narrow(alloc::boxed::Box::new(narrow));
                 }
             }
-            Matcher::Backtrack { relaxed, .. } => relaxed.narrow(),
+            Matcher::Backtrack { relaxed, .. } => relaxed.narrow(part),
             Matcher::Narrow(_) | Matcher::Lazy(_) | Matcher::Repeat(_) => {}
         }
     }
@@ -437,6 +438,8 @@ pub struct RuleSet {
     pub(crate) evals: Vec<EvalCheck>,
     pub(crate) eval_data: EvalData,
     pub(crate) lazy_dfas: Vec<hybrid::dfa::DFA>,
+    /// The tables of every narrow DFA (patterns' and unions').
+    pub(crate) narrow_tables: NarrowTables,
     /// Whether patterns small enough get a dense DFA (false: only lazy ones, see [`RuleSet::check`]).
     dense: bool,
     /// Backtracking programs of the patterns DFAs cannot express exactly.
@@ -1021,6 +1024,7 @@ impl RuleSet {
             evals: Vec::new(),
             eval_data: EvalData::default(),
             lazy_dfas: Vec::new(),
+            narrow_tables: NarrowTables::default(),
             programs: Vec::new(),
             max_literals: 0,
             max_patterns: 0,
@@ -1115,6 +1119,7 @@ impl RuleSet {
             program.literal_patterns = table.users;
         }
         let max_hits: Vec<u32> = set.rules.iter().map(|r| r.max_hits).collect();
+        let mut union_tables = TablePart::new(0, 0);
         // The plans and their groups: the three targets' dense unions, then their lazy ones.
         for (i, (plan, built)) in plans.into_iter().zip(grouped).enumerate() {
             let program = match i % 3 {
@@ -1122,7 +1127,7 @@ impl RuleSet {
                 1 => &mut set.rawbody,
                 _ => &mut set.uri,
             };
-            plan.finish(program, built, &max_hits, &mut set.lazy_dfas, &mut dense);
+            plan.finish(program, built, &max_hits, (&mut set.lazy_dfas, &mut union_tables), &mut dense);
         }
         set.program_relaxed = Vec::new();
         set.header_literal_count = header_table.literals.len();
@@ -1132,17 +1137,21 @@ impl RuleSet {
         // MIME header checks by name: a part's header finds its checks by binary search.
         set.mimeheaders.sort_by(|a, b| a.name.cmp(&b.name));
         set.prefilters = Prefilters::default();
+        // The unions' narrow tables, then each narrowing job's.
+        let mut parts = alloc::vec![union_tables];
         if set.dense {
-            set.narrow_dense(spread);
+            parts.extend(set.narrow_dense(spread));
         }
+        set.narrow_tables = NarrowTables::join(parts);
         // Lint lists them in the order the rule files define them.
         set.disabled.sort_by_key(|d| d.rule);
         Ok(set)
     }
 
     /// Makes the patterns' dense DFAs [`NarrowDfa`]s: the same automata in about a third
-    /// of the memory, which every child shares. In jobs for `spread`.
-    fn narrow_dense(&mut self, spread: Spread<'_>) {
+    /// of the memory, which every child shares. In jobs for `spread`, each with a part of
+    /// the tables (ids from 1): those parts.
+    fn narrow_dense(&mut self, spread: Spread<'_>) -> Vec<TablePart> {
         let mut matchers: Vec<&mut Matcher> = Vec::new();
         for program in [&mut self.body, &mut self.rawbody, &mut self.full, &mut self.uri] {
             matchers.extend(program.patterns.iter_mut().map(|p| &mut p.matcher));
@@ -1164,12 +1173,20 @@ impl RuleSet {
             bytes += m.dense().map_or(0, |d| d.memory_usage());
             batch.push(m);
             if bytes >= share {
-                jobs.push(Job(Work::Narrow { matchers: core::mem::take(&mut batch) }));
+                let part = TablePart::new(jobs.len() + 1, bytes / 4);
+                jobs.push(Job(Work::Narrow { matchers: core::mem::take(&mut batch), part }));
                 bytes = 0;
             }
         }
-        jobs.push(Job(Work::Narrow { matchers: batch }));
+        let part = TablePart::new(jobs.len() + 1, bytes / 4);
+        jobs.push(Job(Work::Narrow { matchers: batch, part }));
         spread(&mut jobs, &mut || {});
+        jobs.into_iter()
+            .filter_map(|job| match job.0 {
+                Work::Narrow { part, .. } => Some(part),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Records what `def` is before it compiles: name, type, score, hit limit; an
@@ -1699,6 +1716,7 @@ impl RuleSet {
             .sum::<usize>();
         total += self.mimeheaders.iter().map(|m| matcher(&m.matcher)).sum::<usize>();
         total += self.header_prefilter.as_ref().map_or(0, |a| a.memory_usage());
+        total += self.narrow_tables.memory_usage();
         // A lazy DFA holds its NFA behind a shared pointer, which its own figure leaves out.
         total += self.lazy_dfas.iter().map(|d| d.memory_usage() + d.get_nfa().memory_usage()).sum::<usize>();
         total += self.programs.iter().map(|p| p.len() * 12).sum::<usize>();

@@ -14,6 +14,7 @@ use super::cache::{EntryWork, ProgramShelf};
 use super::compile::{fast_prefilter, CompileError, LiteralTable, Matcher};
 use super::eval::EvalData;
 use super::literal::LiteralAutomaton;
+use super::narrow::TablePart;
 use super::unions::{self, Group, UnionPlan};
 use super::Config;
 
@@ -35,8 +36,9 @@ pub(super) enum Work<'a> {
     Unions { plan: &'a UnionPlan, built: Option<Vec<Group>> },
     /// A target's Aho-Corasick prefilter.
     Table { table: &'a LiteralTable, built: Option<Result<Option<LiteralAutomaton>, CompileError>> },
-    /// Dense DFAs to make narrow ([`super::narrow::NarrowDfa`]) where they fit.
-    Narrow { matchers: Vec<&'a mut Matcher> },
+    /// Dense DFAs to make narrow ([`super::narrow::NarrowDfa`]) where they fit, their
+    /// tables into `part`.
+    Narrow { matchers: Vec<&'a mut Matcher>, part: TablePart },
     /// What the eval tests need from the configuration; their fixed patterns' programs
     /// come from `shelf` when a compile cache lent it.
     Evals { config: &'a Config, shelf: ProgramShelf, built: Option<Box<EvalData>> },
@@ -67,9 +69,9 @@ impl Job<'_> {
                     *built = Some(table.automaton());
                 }
             }
-            Work::Narrow { matchers } => {
+            Work::Narrow { matchers, part } => {
                 for matcher in matchers.iter_mut() {
-                    matcher.narrow();
+                    matcher.narrow(part);
                 }
             }
             Work::Evals { config, shelf, built } => {

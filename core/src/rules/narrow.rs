@@ -5,7 +5,9 @@
 //! stock rules these rows take a third of the crate's. The search is the crate's
 //! forward search, step for step (start states by look-behind, the prefilter at a
 //! start state, accelerated states, a match seen one byte late, the end-of-input
-//! step), so it finds what the crate's DFA finds.
+//! step), so it finds what the crate's DFA finds. A rule set keeps every one's rows
+//! end to end ([`NarrowTables`]), and a step reads them through a fixed-size window,
+//! with no bounds check.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -46,9 +48,10 @@ pub(crate) struct NarrowDfa {
     classes: [u8; 256],
     /// Columns a row: the byte classes, then end of input.
     stride: usize,
-    /// Row by row, each state's next state as its row's offset. The special states'
-    /// rows come first, the dead state's at 0.
-    next: Vec<u16>,
+    /// Where its table is: the [`TablePart`] it was made into and the offset there.
+    /// The table holds, row by row, each state's next state as its row's offset; the
+    /// special states' rows come first, the dead state's at 0.
+    table: (usize, usize),
     /// Offsets below this one are special states.
     special_end: u16,
     /// By row, the special states.
@@ -67,8 +70,8 @@ impl NarrowDfa {
     /// The DFA `dfa` in 16-bit rows, or `None` when it does not fit them: more
     /// transitions than 16 bits name, start states that depend on more than the
     /// look-behind kinds of [`LOOK_BEHIND_SAMPLES`], empty matches the crate's search would skip inside a
-    /// UTF-8 character.
-    pub(crate) fn of(dfa: &dense::DFA<Vec<u32>>) -> Option<NarrowDfa> {
+    /// UTF-8 character. Its table goes to the end of `part`.
+    pub(crate) fn of(dfa: &dense::DFA<Vec<u32>>, part: &mut TablePart) -> Option<NarrowDfa> {
         let byte_classes = dfa.byte_classes();
         let stride = dfa.alphabet_len();
         let eoi = stride.checked_sub(1)?;
@@ -151,7 +154,6 @@ impl NarrowDfa {
         for to in &mut next {
             *to *= stride as u16;
         }
-        next.shrink_to_fit();
         let offset = |id: StateID| u16::try_from(row(id) * stride).ok();
         let mut starts = [[NO_START; 5]; 2];
         for (mode_starts, ids) in starts.iter_mut().zip(start_ids.iter()) {
@@ -161,11 +163,16 @@ impl NarrowDfa {
                 }
             }
         }
+        let special_end = u16::try_from(special_rows * stride).ok()?;
+        // Copied, not moved: the part grows by a few large blocks, and this one's
+        // room, freed at once, is the next one's.
+        let table = (part.id, part.all.len());
+        part.all.extend_from_slice(&next);
         Some(NarrowDfa {
             classes,
             stride,
-            next,
-            special_end: u16::try_from(special_rows * stride).ok()?,
+            table,
+            special_end,
             specials,
             patterns,
             starts,
@@ -174,16 +181,167 @@ impl NarrowDfa {
         })
     }
 
-    /// Bytes held, for the rule set's automata figure (as the crate's figure for a
-    /// dense DFA, without the prefilter, which DFAs with the same literals share).
+    /// Bytes held but its table, which [`NarrowTables`] counts, for the rule set's
+    /// automata figure (as the crate's figure for a dense DFA, without the prefilter,
+    /// which DFAs with the same literals share).
     pub(crate) fn memory_usage(&self) -> usize {
-        core::mem::size_of::<NarrowDfa>() + self.next.len() * 2 + self.specials.len() * core::mem::size_of::<Special>() + self.patterns.len() * 4
+        core::mem::size_of::<NarrowDfa>() + self.specials.len() * core::mem::size_of::<Special>() + self.patterns.len() * 4
     }
 
+    /// Whether a walk must stop at `state`: a match, dead, quit, accelerated or (with a
+    /// prefilter) start state.
+    #[inline(always)]
+    pub(crate) fn is_special(&self, state: u16) -> bool {
+        state < self.special_end
+    }
+
+    /// The unanchored start state of a text's start; `None` when the DFA has none.
+    pub(crate) fn start_of_text(&self) -> Option<u16> {
+        self.start(0, &[], 0)
+    }
+
+    /// Whether `state` is entered one byte after a match ends.
+    pub(crate) fn is_match(&self, state: u16) -> bool {
+        self.special(state).kind & MATCH != 0
+    }
+
+    /// Whether no match can follow `state`.
+    pub(crate) fn is_dead(&self, state: u16) -> bool {
+        self.special(state).kind & DEAD != 0
+    }
+
+    /// Whether the search fails at `state` (a byte the DFA was built to give up on).
+    pub(crate) fn is_quit(&self, state: u16) -> bool {
+        self.special(state).kind & QUIT != 0
+    }
+
+    /// The bytes that leave an accelerated `state` (none for another).
+    pub(crate) fn accelerator(&self, state: u16) -> &[u8] {
+        let special = self.specials.get(self.row(state)).filter(|_| self.is_special(state));
+        special.and_then(|s| s.needles.get(..usize::from(s.needle_count))).unwrap_or_default()
+    }
+
+    /// The patterns a match `state` reports (none for another).
+    pub(crate) fn patterns(&self, state: u16) -> &[u32] {
+        let special = self.special(state);
+        let first = special.first_pattern as usize;
+        self.patterns.get(first..first + usize::from(special.pattern_count)).unwrap_or_default()
+    }
+
+    /// `state`'s row number.
+    pub(crate) fn row(&self, state: u16) -> usize {
+        usize::from(state) / self.stride
+    }
+
+    /// The first pattern a match state reports, as the crate's search reports it.
+    fn first_pattern(&self, special: Special) -> PatternID {
+        let id = self.patterns.get(special.first_pattern as usize).copied().unwrap_or(0);
+        PatternID::new(id as usize).unwrap_or(PatternID::ZERO)
+    }
+
+    /// What the state at `offset` is (nothing special for a row past the special ones).
+    fn special(&self, offset: u16) -> Special {
+        if offset >= self.special_end {
+            return Special::default();
+        }
+        self.specials.get(self.row(offset)).copied().unwrap_or(Special { kind: DEAD, ..Special::default() })
+    }
+
+    /// The start state of a search from `at` in `hay`, by mode; `None` when the DFA has none.
+    fn start(&self, mode: usize, hay: &[u8], at: usize) -> Option<u16> {
+        let behind = at.checked_sub(1).and_then(|i| hay.get(i)).copied();
+        let id = *self.starts.get(mode)?.get(look_behind_kind(behind))?;
+        (id != NO_START).then_some(id)
+    }
+}
+
+/// Entries a narrow DFA's table may have (16-bit offsets), and so the window a search
+/// reads it through.
+const WINDOW: usize = 1 << 16;
+
+/// The narrow DFAs' tables of a rule set, end to end, then a window's room of zeros:
+/// each DFA's table is then the start of a fixed-size window, which a step indexes by
+/// a 16-bit offset with no bounds check.
+#[derive(Debug, Default)]
+pub(crate) struct NarrowTables {
+    all: Vec<u16>,
+    /// Where each [`TablePart`] starts in `all`, by its id.
+    starts: Vec<usize>,
+}
+
+/// The tables of the narrow DFAs one job makes, end to end: joined into
+/// [`NarrowTables`] once all are made. A table made in its own block and freed once
+/// copied would leave a hole between the blocks that stay.
+#[derive(Debug)]
+pub(crate) struct TablePart {
+    id: usize,
+    all: Vec<u16>,
+}
+
+impl TablePart {
+    /// An empty part, `id` among those [`NarrowTables::join`] joins, with room for
+    /// `entries` (the tables of DFAs whose crate tables hold as many 32-bit entries fit,
+    /// so it need not grow: each block it grew out of would stay a hole).
+    pub(crate) fn new(id: usize, entries: usize) -> TablePart {
+        TablePart { id, all: Vec::with_capacity(entries) }
+    }
+}
+
+impl NarrowTables {
+    /// The tables of `parts`, each DFA's where its part put it.
+    pub(crate) fn join(parts: Vec<TablePart>) -> NarrowTables {
+        // Zeroed at once: a fresh mapping's pages past the tables, the last window's
+        // room, are never touched, so never resident.
+        let total: usize = parts.iter().map(|p| p.all.len()).sum();
+        let mut tables = NarrowTables { all: alloc::vec![0; total + WINDOW], starts: Vec::new() };
+        let mut end = 0;
+        for part in parts {
+            if tables.starts.len() <= part.id {
+                tables.starts.resize(part.id + 1, usize::MAX);
+            }
+            if let (Some(start), Some(room)) = (tables.starts.get_mut(part.id), tables.all.get_mut(end..end + part.all.len())) {
+                *start = end;
+                room.copy_from_slice(&part.all);
+            }
+            end += part.all.len();
+        }
+        tables
+    }
+
+    /// Bytes held.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.all.capacity() * 2 + self.starts.capacity() * core::mem::size_of::<usize>()
+    }
+
+    /// `dfa` with its table's window, to search; `None` when its table is not here.
+    pub(crate) fn place<'a>(&'a self, dfa: &'a NarrowDfa) -> Option<Placed<'a>> {
+        let (part, offset) = dfa.table;
+        let base = self.starts.get(part)?.checked_add(offset)?;
+        let rows = self.all.get(base..base.checked_add(WINDOW)?)?.try_into().ok()?;
+        Some(Placed { dfa, rows })
+    }
+}
+
+/// A narrow DFA with the window of [`NarrowTables`] its table starts, as searches step it.
+#[derive(Clone, Copy)]
+pub(crate) struct Placed<'a> {
+    dfa: &'a NarrowDfa,
+    rows: &'a [u16; WINDOW],
+}
+
+impl core::ops::Deref for Placed<'_> {
+    type Target = NarrowDfa;
+
+    fn deref(&self) -> &NarrowDfa {
+        self.dfa
+    }
+}
+
+impl Placed<'_> {
     /// The end of the leftmost-first match in `input` (the earliest one when it asks),
     /// as regex-automata's `try_search_fwd` reports it; `None` also where that search
     /// fails (an anchored search of a DFA built without anchored starts).
-    pub(crate) fn find(&self, input: &Input<'_>) -> Option<HalfMatch> {
+    pub(crate) fn find(self, input: &Input<'_>) -> Option<HalfMatch> {
         if input.is_done() {
             return None;
         }
@@ -273,12 +431,13 @@ impl NarrowDfa {
 
     /// The state after `state` (a row's offset) on `byte`.
     #[inline(always)]
-    pub(crate) fn step(&self, state: u16, byte: u8) -> u16 {
-        let column = usize::from(self.classes[usize::from(byte)]);
-        // In bounds whatever the text: `of` makes every state a row's offset, every
-        // class a column, and the table a whole number of rows. (A `get` here cost a
-        // jump a byte in the union walks.)
-        self.next[usize::from(state) + column]
+    pub(crate) fn step(self, state: u16, byte: u8) -> u16 {
+        let column = u16::from(self.dfa.classes[usize::from(byte)]);
+        // `of` makes every state a row's offset and every class a column of a table of
+        // at most 65,535 entries, so the sum never wraps and stays in this DFA's rows;
+        // as a 16-bit index into the window it needs no bounds check (which cost 4.7%
+        // of a scan's instructions).
+        self.rows[usize::from(state.wrapping_add(column))]
     }
 
     /// Steps from `state` over `text` from `at`, four bytes a round, until a special
@@ -286,7 +445,7 @@ impl NarrowDfa {
     /// false. The prefilter tables' `literal::to_special` is its twin over another
     /// crate's automaton: one generic over closures cost 4% more instructions in the scan.
     #[inline(always)]
-    pub(crate) fn to_special(&self, mut state: u16, text: &[u8], mut at: usize) -> (u16, usize, bool) {
+    pub(crate) fn to_special(self, mut state: u16, text: &[u8], mut at: usize) -> (u16, usize, bool) {
         while let Some(&[b0, b1, b2, b3]) = text.get(at..).and_then(<[u8]>::first_chunk::<4>) {
             let s0 = self.step(state, b0);
             if self.is_special(s0) {
@@ -317,74 +476,8 @@ impl NarrowDfa {
     }
 
     /// The state after `state` at the end of the input.
-    pub(crate) fn next_eoi_state(&self, state: u16) -> u16 {
-        self.next.get(usize::from(state) + self.stride - 1).copied().unwrap_or(0)
-    }
-
-    /// Whether a walk must stop at `state`: a match, dead, quit, accelerated or (with a
-    /// prefilter) start state.
-    #[inline(always)]
-    pub(crate) fn is_special(&self, state: u16) -> bool {
-        state < self.special_end
-    }
-
-    /// The unanchored start state of a text's start; `None` when the DFA has none.
-    pub(crate) fn start_of_text(&self) -> Option<u16> {
-        self.start(0, &[], 0)
-    }
-
-    /// Whether `state` is entered one byte after a match ends.
-    pub(crate) fn is_match(&self, state: u16) -> bool {
-        self.special(state).kind & MATCH != 0
-    }
-
-    /// Whether no match can follow `state`.
-    pub(crate) fn is_dead(&self, state: u16) -> bool {
-        self.special(state).kind & DEAD != 0
-    }
-
-    /// Whether the search fails at `state` (a byte the DFA was built to give up on).
-    pub(crate) fn is_quit(&self, state: u16) -> bool {
-        self.special(state).kind & QUIT != 0
-    }
-
-    /// The bytes that leave an accelerated `state` (none for another).
-    pub(crate) fn accelerator(&self, state: u16) -> &[u8] {
-        let special = self.specials.get(self.row(state)).filter(|_| self.is_special(state));
-        special.and_then(|s| s.needles.get(..usize::from(s.needle_count))).unwrap_or_default()
-    }
-
-    /// The patterns a match `state` reports (none for another).
-    pub(crate) fn patterns(&self, state: u16) -> &[u32] {
-        let special = self.special(state);
-        let first = special.first_pattern as usize;
-        self.patterns.get(first..first + usize::from(special.pattern_count)).unwrap_or_default()
-    }
-
-    /// `state`'s row number.
-    pub(crate) fn row(&self, state: u16) -> usize {
-        usize::from(state) / self.stride
-    }
-
-    /// The first pattern a match state reports, as the crate's search reports it.
-    fn first_pattern(&self, special: Special) -> PatternID {
-        let id = self.patterns.get(special.first_pattern as usize).copied().unwrap_or(0);
-        PatternID::new(id as usize).unwrap_or(PatternID::ZERO)
-    }
-
-    /// What the state at `offset` is (nothing special for a row past the special ones).
-    fn special(&self, offset: u16) -> Special {
-        if offset >= self.special_end {
-            return Special::default();
-        }
-        self.specials.get(self.row(offset)).copied().unwrap_or(Special { kind: DEAD, ..Special::default() })
-    }
-
-    /// The start state of a search from `at` in `hay`, by mode; `None` when the DFA has none.
-    fn start(&self, mode: usize, hay: &[u8], at: usize) -> Option<u16> {
-        let behind = at.checked_sub(1).and_then(|i| hay.get(i)).copied();
-        let id = *self.starts.get(mode)?.get(look_behind_kind(behind))?;
-        (id != NO_START).then_some(id)
+    pub(crate) fn next_eoi_state(self, state: u16) -> u16 {
+        self.rows.get(usize::from(state) + self.stride - 1).copied().unwrap_or(0)
     }
 }
 
@@ -446,6 +539,13 @@ mod tests {
         build_dense(&nfa, prefilter, anchored, usize::MAX).expect("a dense DFA")
     }
 
+    /// `dfa` narrow, and tables of its own.
+    fn alone(dfa: &dense::DFA<Vec<u32>>) -> (NarrowDfa, NarrowTables) {
+        let mut part = TablePart::new(0, 0);
+        let narrow = NarrowDfa::of(dfa, &mut part).expect("fits");
+        (narrow, NarrowTables::join(alloc::vec![part]))
+    }
+
     #[test]
     fn narrow_finds_what_dense_finds_table() {
         // (patterns, prefilter literals, anchored starts too)
@@ -489,7 +589,8 @@ mod tests {
         for &(pattern, literals, anchored) in cases {
             let dfa = dense_of(pattern, literals, anchored);
             let pattern = pattern.join(" | ");
-            let narrow = NarrowDfa::of(&dfa).expect("fits");
+            let (narrow, tables) = alone(&dfa);
+            let narrow = tables.place(&narrow).expect("placed");
             for &hay in hays {
                 for start in 0..=hay.len() {
                     for end in [start, (start + 3).min(hay.len()), hay.len()] {
@@ -516,7 +617,8 @@ mod tests {
             let pattern: String = (0..1 + random.below(4)).map(|_| pieces[random.below(pieces.len())]).collect();
             let literals: &[&str] = if random.below(2) == 0 { &["ab"] } else { &[] };
             let dfa = dense_of(&[pattern.as_str()], literals, random.below(2) == 0);
-            let narrow = NarrowDfa::of(&dfa).expect("fits");
+            let (narrow, tables) = alone(&dfa);
+            let narrow = tables.place(&narrow).expect("placed");
             for _ in 0..8 {
                 let hay: Vec<u8> = (0..random.below(12)).map(|_| b"abc \n\r"[random.below(6)]).collect();
                 for start in 0..=hay.len() {
@@ -533,6 +635,30 @@ mod tests {
     }
 
     #[test]
+    fn tables_place_each_dfa_at_its_own_rows_table() {
+        // DFAs made into two parts, joined in another order than their ids: each,
+        // wherever its rows start (the last one's window reaching into the room after
+        // them), finds what the crate's DFA finds; one of a part not joined has no place.
+        let cases: &[&[&str]] = &[&["abc"], &[r"\d{3}-\d{4}"], &["(?i)viagra", "cialis"], &[r"(?m)^x+$"], &["[a-z]+ing"]];
+        let hays: &[&[u8]] = &[b"", b"abc", b"call 555-1234 now", b"Viagra cialis", b"y\nxxx\nz", b"singing in the rain"];
+        let dfas: Vec<_> = cases.iter().map(|patterns| dense_of(patterns, &[], false)).collect();
+        let (mut first, mut second, mut other) = (TablePart::new(0, 0), TablePart::new(1, 4), TablePart::new(2, 0));
+        let narrows: Vec<NarrowDfa> = dfas.iter().enumerate().map(|(i, d)| NarrowDfa::of(d, if i < 2 { &mut second } else { &mut first }).expect("fits")).collect();
+        let unjoined = NarrowDfa::of(&dfas[0], &mut other).expect("fits");
+        let tables = NarrowTables::join(alloc::vec![second, first]);
+        for ((narrow, dfa), patterns) in narrows.iter().zip(&dfas).zip(cases) {
+            let placed = tables.place(narrow).expect("placed");
+            for &hay in hays {
+                for start in 0..=hay.len() {
+                    let input = Input::new(hay).range(start..);
+                    assert_eq!(placed.find(&input), dfa.try_search_fwd(&input).ok().flatten(), "{patterns:?} in {hay:?} from {start}");
+                }
+            }
+        }
+        assert!(tables.place(&unjoined).is_none());
+    }
+
+    #[test]
     fn narrow_refuses_what_does_not_fit_table() {
         // 2^12 states remember the last 12 a/b bytes, and the literal makes 24 more byte
         // classes: more rows times columns than 16 bits name.
@@ -543,7 +669,7 @@ mod tests {
         let empty = dense::DFA::new("").expect("builds");
         let cases: &[(&str, &dense::DFA<Vec<u32>>)] = &[("65,536 transitions or more", &big), ("a quit byte", &quits), ("UTF-8 empty matches", &empty)];
         for &(why, dfa) in cases {
-            assert!(NarrowDfa::of(dfa).is_none(), "{why}");
+            assert!(NarrowDfa::of(dfa, &mut TablePart::new(0, 0)).is_none(), "{why}");
         }
     }
 }

@@ -18,7 +18,7 @@ use regex_syntax::hir::Hir;
 use super::cache::{self, Cached};
 use super::compile::{build_lazy, build_nfa_many, line_local, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
-use super::narrow::NarrowDfa;
+use super::narrow::{NarrowDfa, NarrowTables, Placed, TablePart};
 use super::{Config, RuleKind};
 
 /// Largest dense DFA of one union, shared by all processes: a bigger automaton is slower
@@ -71,19 +71,19 @@ impl Union {
     /// search failed and every member must search itself. One pass over the text, which
     /// stops once every member is found; a lazy union's DFA and this worker's cache for
     /// it come from `lazy`, by the DFA's index; a union of one over its member's own
-    /// dense DFA finds it in `patterns`, its target's. The pass starts at `from`, a line
-    /// start before which no member can match.
+    /// dense DFA finds it in `patterns`, its target's; a dense DFA's table is in
+    /// `tables`. The pass starts at `from`, a line start before which no member can match.
     pub(crate) fn finds<'e>(
         &self,
         text: &[u8],
         from: usize,
         first_ends: &mut [u32; UNION_MEMBERS],
-        patterns: &[CompiledPattern],
+        (patterns, tables): (&[CompiledPattern], &NarrowTables),
         lazy: impl FnOnce(usize) -> Option<(&'e hybrid::dfa::DFA, &'e mut hybrid::dfa::Cache)>,
     ) -> Option<u64> {
         match &self.automaton {
             UnionAutomaton::Dense(_) | UnionAutomaton::Own => {
-                let mut walk = DenseWalk::new(self, self.dense(patterns)?, from);
+                let mut walk = DenseWalk::new(self, self.dense(patterns, tables)?, from);
                 walk.finish(text, first_ends)
             }
             UnionAutomaton::Lazy(i) => {
@@ -95,8 +95,14 @@ impl Union {
     }
 
     /// The DFA of a dense union or of a union of one over its member's own, which is in
-    /// `patterns` (`None` for one that did not fit 16-bit rows: its members search alone).
-    fn dense<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a NarrowDfa> {
+    /// `patterns` (`None` for one that did not fit 16-bit rows: its members search alone),
+    /// with its table in `tables`.
+    fn dense<'a>(&'a self, patterns: &'a [CompiledPattern], tables: &'a NarrowTables) -> Option<Placed<'a>> {
+        tables.place(self.narrow(patterns)?)
+    }
+
+    /// The narrow DFA of a dense union or of a union of one over its member's own.
+    fn narrow<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a NarrowDfa> {
         match &self.automaton {
             UnionAutomaton::Dense(dfa) => Some(dfa),
             UnionAutomaton::Own => match &patterns.get(*self.members.first()? as usize)?.matcher {
@@ -112,7 +118,8 @@ impl Union {
     }
 
     /// [`Union::finds`] of `self` and `other` over the same text, each with its own
-    /// `first_ends`; `None` unless both are dense (`patterns` as for [`Union::finds`]).
+    /// `first_ends`; `None` unless both are dense (`patterns` and `tables` as for
+    /// [`Union::finds`]).
     /// The two walks take a byte each a round: a DFA step waits on the load of the step
     /// before, so one walk leaves the core idle where two overlap.
     pub(crate) fn finds_two(
@@ -121,9 +128,9 @@ impl Union {
         text: &[u8],
         from: (usize, usize),
         first_ends: (&mut [u32; UNION_MEMBERS], &mut [u32; UNION_MEMBERS]),
-        patterns: &[CompiledPattern],
+        (patterns, tables): (&[CompiledPattern], &NarrowTables),
     ) -> Option<(Option<u64>, Option<u64>)> {
-        let (a, b) = (self.dense(patterns)?, other.dense(patterns)?);
+        let (a, b) = (self.dense(patterns, tables)?, other.dense(patterns, tables)?);
         let (mut one, mut two) = (DenseWalk::new(self, a, from.0), DenseWalk::new(other, b, from.1));
         while one.outcome.is_none() && two.outcome.is_none() {
             // Most rounds find both walks at one place: each byte is then read once.
@@ -218,7 +225,7 @@ impl Union {
 /// once and hands each its special states.
 struct DenseWalk<'u> {
     union: &'u Union,
-    dfa: &'u NarrowDfa,
+    dfa: Placed<'u>,
     state: u16,
     /// The place after the byte that led to `state`.
     at: usize,
@@ -232,7 +239,7 @@ struct DenseWalk<'u> {
 
 impl<'u> DenseWalk<'u> {
     /// The pass from `from`, which it starts as the start of a text.
-    fn new(union: &'u Union, dfa: &'u NarrowDfa, from: usize) -> DenseWalk<'u> {
+    fn new(union: &'u Union, dfa: Placed<'u>, from: usize) -> DenseWalk<'u> {
         let start = dfa.start_of_text();
         DenseWalk {
             union,
@@ -422,7 +429,7 @@ impl<'u> LazyWalk<'u> {
 /// did not fit the registers and were read back from the stack at every byte (2.2% more
 /// instructions a scan).
 #[inline(never)]
-fn step_two<const TOGETHER: bool>(a: &NarrowDfa, b: &NarrowDfa, xs: &[u8], ys: &[u8], mut x: u16, mut y: u16) -> (u16, u16, usize, bool) {
+fn step_two<const TOGETHER: bool>(a: Placed<'_>, b: Placed<'_>, xs: &[u8], ys: &[u8], mut x: u16, mut y: u16) -> (u16, u16, usize, bool) {
     let mut steps = 0usize;
     let ys = if TOGETHER { xs } else { ys };
     for (pc, qc) in xs.chunks_exact(2).zip(ys.chunks_exact(2)) {
@@ -638,13 +645,13 @@ impl UnionPlan {
 
     /// Sets `program`'s unions and unfiltered patterns from the known groups and `built`
     /// (what [`group`] made of the sources), recording those in a cache; `max_hits`:
-    /// each rule's, by rule id; a lazy union's DFA joins `lazy`.
+    /// each rule's, by rule id; a lazy union's DFA joins `lazy`, a dense one's table `part`.
     pub(super) fn finish(
         self,
         program: &mut TargetProgram,
         built: Vec<Group>,
         max_hits: &[u32],
-        lazy: &mut Vec<hybrid::dfa::DFA>,
+        (lazy, part): (&mut Vec<hybrid::dfa::DFA>, &mut TablePart),
         dense: &mut Dense<'_>,
     ) {
         if self.candidates.is_empty() {
@@ -670,7 +677,7 @@ impl UnionPlan {
             let automaton = match group.automaton {
                 Some(built) if members.len() >= 2 && built.pattern_len() == members.len() => match built {
                     // One that does not fit 16-bit rows leaves its members alone.
-                    Grouped::Dense(dfa) => NarrowDfa::of(&dfa).map(|n| UnionAutomaton::Dense(alloc::boxed::Box::new(n))),
+                    Grouped::Dense(dfa) => NarrowDfa::of(&dfa, part).map(|n| UnionAutomaton::Dense(alloc::boxed::Box::new(n))),
                     Grouped::Lazy(nfa) => build_lazy(nfa, None, MatchKind::All, lazy).ok().map(UnionAutomaton::Lazy),
                 },
                 // A pattern alone is a union of one over its own DFA, so that it can walk
@@ -865,12 +872,12 @@ fn build(hirs: &[Hir]) -> Option<dense::DFA<Vec<u32>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
 
     /// A union's dense DFA in the rows the scan walks.
-    fn narrow(dfa: &dense::DFA<Vec<u32>>) -> alloc::boxed::Box<NarrowDfa> {
-        alloc::boxed::Box::new(NarrowDfa::of(dfa).expect("fits 16-bit rows"))
+    fn narrow(dfa: &dense::DFA<Vec<u32>>, part: &mut TablePart) -> alloc::boxed::Box<NarrowDfa> {
+        alloc::boxed::Box::new(NarrowDfa::of(dfa, part).expect("fits 16-bit rows"))
     }
-    use alloc::string::ToString;
 
     /// `list`'s regexes, "-" standing for a missing one.
     fn regexes(list: &[&str]) -> Vec<Option<String>> {
@@ -994,8 +1001,10 @@ mod tests {
                 let mut first_ends = [0u32; UNION_MEMBERS];
                 let found = match automaton {
                     Grouped::Dense(dfa) => {
-                        let union = Union { automaton: UnionAutomaton::Dense(narrow(&dfa)), members, decided: 0 };
-                        union.finds(text.as_bytes(), 0, &mut first_ends, &[], |_| None)
+                        let mut part = TablePart::new(0, 0);
+                        let union = Union { automaton: UnionAutomaton::Dense(narrow(&dfa, &mut part)), members, decided: 0 };
+                        let tables = NarrowTables::join(alloc::vec![part]);
+                        union.finds(text.as_bytes(), 0, &mut first_ends, (&[], &tables), |_| None)
                     }
                     Grouped::Lazy(nfa) => {
                         let mut lazy = Vec::new();
@@ -1003,9 +1012,10 @@ mod tests {
                         let union = Union { automaton: UnionAutomaton::Lazy(index), members, decided: 0 };
                         // A new cache builds states as it goes; a warm one steps four bytes a round.
                         let mut cache = lazy[index].create_cache();
-                        let cold = union.finds(text.as_bytes(), 0, &mut first_ends, &[], |i| Some((&lazy[i], &mut cache)));
+                        let none = NarrowTables::default();
+                        let cold = union.finds(text.as_bytes(), 0, &mut first_ends, (&[], &none), |i| Some((&lazy[i], &mut cache)));
                         let mut warm_ends = [0u32; UNION_MEMBERS];
-                        let warm = union.finds(text.as_bytes(), 0, &mut warm_ends, &[], |i| Some((&lazy[i], &mut cache)));
+                        let warm = union.finds(text.as_bytes(), 0, &mut warm_ends, (&[], &none), |i| Some((&lazy[i], &mut cache)));
                         assert_eq!((warm, warm_ends), (cold, first_ends), "{text:?} warm");
                         cold
                     }
@@ -1042,20 +1052,22 @@ mod tests {
         // (`zq`), one done early (`a`, `cc` both found), one ending at a line end; from
         // one place or from two (one walk starts at the second line).
         let sets: &[&[&str]] = &[&["foo", "oba", "^baz", r"x\d+$"], &["zq1", "zq2"], &["ab", "cd", "ef", "gh"], &["a", "cc"]];
+        let mut part = TablePart::new(0, 0);
         let unions: Vec<Union> = sets
             .iter()
             .map(|members| match group(&plan(UnionKind::Dense, members, &alloc::vec![1; members.len()])).pop().and_then(|g| g.automaton) {
-                Some(Grouped::Dense(dfa)) => Union { automaton: UnionAutomaton::Dense(narrow(&dfa)), members: (0..members.len() as u32).collect(), decided: 0 },
+                Some(Grouped::Dense(dfa)) => Union { automaton: UnionAutomaton::Dense(narrow(&dfa, &mut part)), members: (0..members.len() as u32).collect(), decided: 0 },
                 _ => panic!("{members:?}: no dense union"),
             })
             .collect();
+        let tables = NarrowTables::join(alloc::vec![part]);
         for text in random_texts(2000, 40, b"abcdefghoqxz12 \n") {
             for from in froms(&text) {
                 for (i, one) in unions.iter().enumerate() {
                     for two in unions.iter().skip(i + 1) {
                         let (mut want_one, mut want_two, mut got_one, mut got_two) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                        let want = (one.finds(&text, from.0, &mut want_one, &[], |_| None), two.finds(&text, from.1, &mut want_two, &[], |_| None));
-                        let got = one.finds_two(two, &text, from, (&mut got_one, &mut got_two), &[]);
+                        let want = (one.finds(&text, from.0, &mut want_one, (&[], &tables), |_| None), two.finds(&text, from.1, &mut want_two, (&[], &tables), |_| None));
+                        let got = one.finds_two(two, &text, from, (&mut got_one, &mut got_two), (&[], &tables));
                         assert_eq!((got, got_one, got_two), (Some(want), want_one, want_two), "{from:?} {:?}", core::str::from_utf8(&text));
                     }
                 }
@@ -1064,7 +1076,7 @@ mod tests {
         // A lazy union is not walked with another.
         let lazy = Union { automaton: UnionAutomaton::Lazy(0), members: alloc::vec![0], decided: 0 };
         let (mut a, mut b) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-        assert_eq!(unions[0].finds_two(&lazy, b"foo", (0, 0), (&mut a, &mut b), &[]), None);
+        assert_eq!(unions[0].finds_two(&lazy, b"foo", (0, 0), (&mut a, &mut b), (&[], &tables)), None);
     }
 
     #[test]
@@ -1101,7 +1113,7 @@ mod tests {
                 for (k, u) in unions.iter().enumerate() {
                     let mut ends = [0u32; UNION_MEMBERS];
                     let i = index_of(u);
-                    let found = u.finds(&text, from, &mut ends, &[], |_| Some((&lazy[i], &mut alone[i])));
+                    let found = u.finds(&text, from, &mut ends, (&[], &NarrowTables::default()), |_| Some((&lazy[i], &mut alone[i])));
                     want.insert((k, from), (found, ends));
                 }
             }
@@ -1142,13 +1154,15 @@ mod tests {
                 }
             }
             let ids: Vec<u32> = (0..members.len() as u32).collect();
-            let dense = Union { automaton: UnionAutomaton::Dense(narrow(&dense.expect("dense union"))), members: ids.clone(), decided: 0 };
+            let mut part = TablePart::new(0, 0);
+            let dense = Union { automaton: UnionAutomaton::Dense(narrow(&dense.expect("dense union"), &mut part)), members: ids.clone(), decided: 0 };
+            let tables = NarrowTables::join(alloc::vec![part]);
             let lazy_union = Union { automaton: UnionAutomaton::Lazy(0), members: ids, decided: 0 };
             let mut cache = lazy.first().expect("lazy union").create_cache();
             for text in random_texts(3000, 24, b"abc.\n") {
                 let (mut want_ends, mut got_ends) = ([0u32; UNION_MEMBERS], [0u32; UNION_MEMBERS]);
-                let want = dense.finds(&text, 0, &mut want_ends, &[], |_| None);
-                let got = lazy_union.finds(&text, 0, &mut got_ends, &[], |i| Some((lazy.get(i)?, &mut cache)));
+                let want = dense.finds(&text, 0, &mut want_ends, (&[], &tables), |_| None);
+                let got = lazy_union.finds(&text, 0, &mut got_ends, (&[], &tables), |i| Some((lazy.get(i)?, &mut cache)));
                 assert_eq!((got, got_ends), (want, want_ends), "{members:?} {:?}", core::str::from_utf8(&text));
             }
         }
