@@ -1007,10 +1007,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         });
         let found = match two {
             Some((_, (found, _))) => found,
-            None => {
-                let dense = (program.patterns.as_slice(), s.engines.narrow);
-                union.finds(text, from, &mut first_ends, dense, |i| s.engines.lazy(i))
-            }
+            None => union.finds(text, from, &mut first_ends, (&program.patterns, s.engines.narrow), |i| s.engines.lazy(i)),
         };
         probe.spent(Cost::Unions(target), started);
         take_union(program, union, found.map(|f| (f, &first_ends)), text, state, s, probe);

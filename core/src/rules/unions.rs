@@ -98,11 +98,11 @@ impl Union {
     /// `patterns` (`None` for one that did not fit 16-bit rows: its members search alone),
     /// with its table in `tables`.
     fn dense<'a>(&'a self, patterns: &'a [CompiledPattern], tables: &'a NarrowTables) -> Option<Placed<'a>> {
-        tables.place(self.narrow(patterns)?)
+        tables.place(self.narrow_dfa(patterns)?)
     }
 
     /// The narrow DFA of a dense union or of a union of one over its member's own.
-    fn narrow<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a NarrowDfa> {
+    fn narrow_dfa<'a>(&'a self, patterns: &'a [CompiledPattern]) -> Option<&'a NarrowDfa> {
         match &self.automaton {
             UnionAutomaton::Dense(dfa) => Some(dfa),
             UnionAutomaton::Own => match &patterns.get(*self.members.first()? as usize)?.matcher {
