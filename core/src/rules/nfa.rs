@@ -191,10 +191,10 @@ fn merge_alternates(graph: &Graph) -> Option<Graph> {
 fn merge_equal_states(graph: &Graph) -> Option<Graph> {
     let states = &graph.states[..];
     let n = states.len();
-    // A state's class: the first state found with what it does.
     if n >= OPEN as usize {
         return None;
     }
+    // A state's class: the first state found with what it does.
     let mut class = vec![UNSEEN; n];
     let mut seen: BTreeMap<Vec<u32>, u32> = BTreeMap::new();
     // (state, its next successor to visit)
