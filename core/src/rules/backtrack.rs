@@ -32,7 +32,8 @@
 //! checked before the program runs; a repeat whose class cannot overlap what
 //! follows it keeps no frame; runs and give-backs are searched with memchr, and
 //! a repeat giving back skips places where the frame-free instructions after it
-//! (a backreference among them) fail.
+//! (a backreference among them) fail; the lines a loop over whole lines walks are
+//! noted once a search, so later starts stop walking where they meet them.
 //!
 //! Matching is on bytes with perl.rs's semantics: `/i` folds ASCII only, classes
 //! are the translated byte classes, `$` is end of text (a lookahead `(?=\n?\z)`,
@@ -714,6 +715,8 @@ pub struct BacktrackScratch {
     stack_limit: usize,
     /// Ends of `Runs` loops' turns still to give back to, each loop's above the last's.
     ends: Vec<u32>,
+    /// The turns one `Runs` loop walked in this search, for walks that meet them.
+    runs_memo: RunsMemo,
     groups: Vec<GroupSlots>,
     counters: Vec<CounterSlots>,
     budget: u32,
@@ -729,6 +732,60 @@ pub struct MatchCount {
     pub count: u32,
     /// Set when counting stopped before the text was searched to its end.
     pub undecided: Option<Undecided>,
+}
+
+/// Where the first walk of a `Runs` loop went in one search: each place its turns
+/// reached, and those where what follows the loop can begin. A turn from a place always
+/// ends at the same place, so a later walk (from another start, or another try of the
+/// same start) that reaches one of them goes on as the first did and takes its ends
+/// without walking: a header block's lines are walked once, not once for each
+/// `Received` line a pattern starts from. Kept for a loop with no bounds whose tail
+/// reads no capture, where every walk's ends agree.
+#[derive(Debug)]
+struct RunsMemo {
+    /// The loop's instruction; `NONE`: no walk noted yet in this search.
+    pc: u32,
+    /// The noted walk is whole: it went to its last turn with room for every place.
+    whole: bool,
+    /// Places the turns reached, in order.
+    reached: Vec<u32>,
+    /// Those where the loop's tail matches, in order.
+    stops: Vec<u32>,
+}
+
+impl RunsMemo {
+    fn with_capacity(places: usize) -> RunsMemo {
+        RunsMemo { pc: NONE, whole: false, reached: Vec::with_capacity(places), stops: Vec::with_capacity(places) }
+    }
+
+    /// Forgets the last search's walk.
+    fn clear(&mut self) {
+        self.pc = NONE;
+        self.whole = false;
+        self.reached.clear();
+        self.stops.clear();
+    }
+
+    /// Notes a place the walk reached; false when there is no room left (nothing
+    /// grows during a search).
+    fn note(&mut self, at: u32, stop: bool) -> bool {
+        if self.reached.len() >= self.reached.capacity() || (stop && self.stops.len() >= self.stops.capacity()) {
+            return false;
+        }
+        self.reached.push(at);
+        if stop {
+            self.stops.push(at);
+        }
+        true
+    }
+
+    /// When the noted walk of the loop at `pc` reached `at`: its stops from `at` on.
+    fn stops_from(&self, pc: u32, at: u32) -> Option<&[u32]> {
+        if self.pc != pc || !self.whole || self.reached.binary_search(&at).is_err() {
+            return None;
+        }
+        self.stops.get(self.stops.partition_point(|&s| s < at)..)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -835,6 +892,7 @@ impl BacktrackScratch {
         BacktrackScratch {
             stack: Vec::with_capacity(frames),
             ends: Vec::with_capacity(frames),
+            runs_memo: RunsMemo::with_capacity(frames.min(RUNS_MEMO_PLACES)),
             stack_limit: frames,
             groups: Vec::new(),
             counters: Vec::new(),
@@ -958,6 +1016,7 @@ impl Program {
             }
         }
         scratch.fit(self);
+        scratch.runs_memo.clear();
         let forbid = forbid_empty.and_then(|f| u32::try_from(f).ok()).unwrap_or(NONE);
         let mut vm = Vm { prog: self, hay, len, steps: budget, top: NONE, forbid, s: scratch };
         let result = vm.search(start);
@@ -1138,6 +1197,19 @@ impl Vm<'_, '_, '_> {
             pc += 1;
         }
         Ok(true)
+    }
+
+    /// Whether [`Vm::tail_matches`] from `pc` reads a capture (a backreference).
+    fn tail_reads_captures(&self, pc: u32) -> bool {
+        let tail = self.prog.insts.get(pc as usize..).unwrap_or(&[]);
+        for inst in tail.iter().take(TAIL_INSTS) {
+            match inst {
+                Inst::Backref { .. } => return true,
+                Inst::Byte(_) | Inst::Class(_) | Inst::Literal { .. } | Inst::Look(_) => {}
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// The bytes a backreference at `pc` can begin with, when known.
@@ -1595,13 +1667,35 @@ impl Vm<'_, '_, '_> {
             }
             _ => None,
         };
+        // Every walk of an unbounded loop from a place goes on alike, with the same
+        // ends when its tail reads no capture: the first walk is noted for the others.
+        let memo = min == 0 && max == NONE && runs.is_some() && !self.tail_reads_captures(exit);
+        let noting = memo && self.s.runs_memo.pc == NONE;
+        if noting {
+            self.s.runs_memo.pc = pc;
+        }
+        let mut noted = noting;
         let (mut at, mut turns) = (pos, 0u32);
         loop {
-            if turns >= min && self.tail_matches(exit, at)? {
+            if memo && !noting {
+                if let Some(stops) = self.s.runs_memo.stops_from(pc, at) {
+                    if self.s.ends.len() + stops.len() > self.s.stack_limit {
+                        return Err(Undecided::StackLimit);
+                    }
+                    self.s.ends.extend_from_slice(stops);
+                    self.tick(1)?;
+                    break;
+                }
+            }
+            let stop = turns >= min && self.tail_matches(exit, at)?;
+            if stop {
                 if self.s.ends.len() >= self.s.stack_limit {
                     return Err(Undecided::StackLimit);
                 }
                 self.s.ends.push(at);
+            }
+            if noted {
+                noted = self.s.runs_memo.note(at, stop);
             }
             if turns >= max {
                 break;
@@ -1614,6 +1708,7 @@ impl Vm<'_, '_, '_> {
             at = end;
             turns += 1;
         }
+        self.s.runs_memo.whole |= noted;
         if turns < min {
             self.s.ends.truncate(base);
             return Ok(Next::Fail);
@@ -2528,6 +2623,9 @@ fn required_literal(hir: &Hir) -> (Vec<u8>, bool) {
 
 /// Most instructions a repeat giving back checks at each place it could stop.
 const TAIL_INSTS: usize = 8;
+/// Most places a noted `Runs` walk keeps (a header block of more lines is walked
+/// from each start as before).
+const RUNS_MEMO_PLACES: usize = 512;
 /// Most bytes of a program's fixed prefix checked before it runs.
 const MAX_PREFIX: u32 = 32;
 /// Most instructions [`Compiler::first_at`] visits for one question.
@@ -3330,6 +3428,13 @@ mod tests {
             (r"/(?:[ab]+c+)*d/", &["a", "b", "c", "d", "e"]),
             (r"/q(?:[^\n]{2}\n{1,2})*z/", &["q", "ab", "\n", "\n\n\n", "a", "z"]),
             (r"/(?i:from: )(\S+)\n(?:[^\n]{1,9}\n+)*to: \1[\n,]/", &["From: ab\n", "from: a\n", "to: ab,", "TO: a\n", "to: abc\n", "xy\n", "\n", "a"]),
+            // Many starts walking one loop (its first walk noted for the others), and
+            // a tail that reads a capture (not noted).
+            (r"/\nR:[^\n]{0,9} f <?([^\n\s>;]+)>?;(?:[^\n]+\n+)*S: [^\n]{0,5}\1[^a-z0-9]/i", &["\nR: x f <ab>;", "\nr: f a;", " y", "\n", "\n\n", "S: ", "s: ab.", "ab", "a", ";", " f "]),
+            (r"/(\w)(?:[^\n]+\n+)*x\1/", &["a", "b", "xa", "xb", "\n", "\n\n", " "]),
+            // Loops with a least or most count: the turns a walk took decide its ends (not noted).
+            (r"/(\w)(?:[^\n]+\n+){2,}x[^\n]{0,3}\1/", &["a", "b", "xa", "xb", "\n", "\n\n", " "]),
+            (r"/(\w)(?:[^\n]+\n+){0,2}x[^\n]{0,3}\1/", &["a", "b", "xa", "xb", "\n", "\n\n", " "]),
         ];
         let mut random = crate::rules::Xorshift(0x5eed_4321);
         let mut scratch = BacktrackScratch::default();
@@ -3361,6 +3466,38 @@ mod tests {
         for pattern in [r"/(?:[^\n]+\n+)*\n/", r"/(?:[^\n]{2}\n+)*$/", r"/(?:[^\n]+\n+)*?x/", r"/(?:[a-c]+[b-d]+)*x/", r"/(?:[a-c]++[b-d]++)*x/", r"/(?:[^\n]*\n+)*x/", r"/(?:a+(b)+)*x\1/"] {
             let runs = program(pattern).program.insts.iter().filter(|i| matches!(i, Inst::Runs { .. })).count();
             assert_eq!(runs, 0, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn runs_walk_each_line_once_table() {
+        // (lines each start tries, lines after them): every start's walk meets the
+        // first's, so the steps grow with the text, not with starts times lines; past
+        // the places a memo keeps, each start walks again, with the same matches.
+        let pattern = r"/\nR: (\w+);(?:[^\n]+\n+)*S: [^\n]{0,9}\1\n/";
+        let with = program(pattern).program;
+        let mut scratch = BacktrackScratch::default();
+        for (starts, filler) in [(1usize, 10usize), (40, 400), (200, 250), (3, RUNS_MEMO_PLACES)] {
+            let noted = starts + filler < RUNS_MEMO_PLACES;
+            let mut text = String::from("x");
+            for i in 0..starts {
+                text.push_str(&alloc::format!("\nR: a{i}; d"));
+            }
+            for _ in 0..filler {
+                text.push_str("\nsome header line");
+            }
+            let first = alloc::format!("{text}\nS: a0\n");
+            assert_eq!(with.find_at(first.as_bytes(), 0, &mut scratch), Ok(Some((1, first.len()))), "{starts} starts");
+            // The subject holds the last start's capture: every start tries.
+            let last = alloc::format!("{text}\nS: a{}\n", starts - 1);
+            let at = last.find(&alloc::format!("\nR: a{}; d", starts - 1)).expect("the last start");
+            let found = with.find_at(last.as_bytes(), 0, &mut scratch);
+            if noted {
+                assert_eq!(found, Ok(Some((at, last.len()))), "{starts} starts");
+                assert!(scratch.last_steps() < 4 * last.len() as u32, "{starts} starts: {} steps for {} bytes", scratch.last_steps(), last.len());
+            } else {
+                assert_eq!(found, Ok(Some((at, last.len()))), "{starts} starts, not noted");
+            }
         }
     }
 
