@@ -99,6 +99,9 @@ const MAX_LOOKBEHIND: u32 = 255;
 /// In the relaxed form, counted repetitions with bounds above this become open
 /// (`X{0,2048}` is `X*`): the DFA stays small, the program is still exact.
 pub(crate) const RELAX_REPEAT: u32 = 16;
+/// A relaxed form that opens no counted repetition: a screen that counts, where its
+/// DFA is small enough.
+pub(crate) const RELAX_NONE: u32 = u32::MAX;
 /// The loosest relaxed form opens every counted repetition but `?` (`X{1,15}` is
 /// `X+`, `X{5}` is `X+`): a screen for patterns whose DFA grows with the counting.
 pub(crate) const RELAX_EVERY_REPEAT: u32 = 1;

@@ -56,7 +56,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 10;
+pub(crate) const AUTOMATA_REVISION: u32 = 11;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -1432,6 +1432,11 @@ impl RuleSet {
             None => build_matcher(&bt.relaxed, relaxed_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
         };
         if !decided {
+            // A dense screen may keep the counts the relaxed form opened; a cache keeps
+            // the choice.
+            if let Some(screen) = self.counting_screen(p, relaxed_span, &built, &mut bt, dense)? {
+                return Ok(self.confirmed(screen, bt));
+            }
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
             let given_up = pattern_key(b"regex", &bt.relaxed, relaxed_span, DENSE_LIMIT);
             if let Some(screen) = self.dense_screen(p, span, &built, given_up, &mut bt, dense)? {
@@ -1439,6 +1444,33 @@ impl RuleSet {
             }
         }
         Ok(self.confirmed(built, bt))
+    }
+
+    /// For a pattern whose relaxed form opened long counted repeats (`{26,33}` became
+    /// `+`) and is a dense screen: the dense screen of the form that keeps the counts,
+    /// when it fits [`DENSE_LIMIT`] too (`bt` then takes that form). It lets far fewer
+    /// lines through to the program (`__LITECOIN_ID`: a word of 27 to 34 letters, not
+    /// any word), for a larger DFA every process shares.
+    fn counting_screen(&mut self, p: &Pattern, span: Span, built: &Built, bt: &mut Backtrack, dense: &mut Dense<'_>) -> Result<Option<Built>, DisabledReason> {
+        if !matches!(built.matcher, Matcher::Dense(_)) {
+            return Ok(None);
+        }
+        let Ok(forms) = perl::relaxed_forms(&p.perl, &[backtrack::RELAX_NONE]) else { return Ok(None) };
+        let Some(counting) = forms.into_iter().next().filter(|form| *form != bt.relaxed) else { return Ok(None) };
+        let screen = build_matcher(&counting, span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
+        let taken = matches!(screen.matcher, Matcher::Dense(_));
+        if matches!(screen.matcher, Matcher::Lazy(_)) {
+            self.lazy_dfas.pop();
+        }
+        // The form not taken stays out of the cache's next image.
+        let dropped = if taken { core::mem::replace(&mut bt.relaxed, counting) } else { counting };
+        if let Dense::Cached(cache) = dense {
+            cache.forget(&pattern_key(b"regex", &dropped, span, DENSE_LIMIT));
+            if taken {
+                cache.put_backtrack(backtrack_key(&p.perl), bt);
+            }
+        }
+        Ok(taken.then_some(screen))
     }
 
     /// `screen`'s hits confirmed by `program`, which joins the set's programs.
@@ -2161,6 +2193,62 @@ mod tests {
             let got: Vec<bool> = set.body.patterns.iter().map(|p| p.exact.is_some()).collect();
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn counting_screen_table() {
+        // A dense screen keeps the counted repeats its relaxed form would open, when its
+        // DFA still fits (LTC: a word of 27 to 34 letters, not any word from L); where
+        // counting is too big (WIDE) they stay open. The program decides either way.
+        let rules = "body LTC /\\b(?<!=)[LM3][a-km-zA-HJ-NP-Z1-9]{26,33}\\b/\n\
+                     body WIDE /(?<!x)[ab]*a[ab]{40}c/\n";
+        let config = parse_str("t.cf", rules).expect("parse");
+        let mut cache = DfaCache::new();
+        let set = RuleSet::compile_cached(&config, &mut cache, &run_here).expect("compile");
+        // The lazy DFA WIDE's counting form needed is not kept.
+        assert!(set.lazy_dfas.is_empty());
+        let word = |n: usize| "abcdefghijk".chars().cycle().take(n).collect::<String>();
+        // (rule, text, whether its screen lets the text through)
+        let screens: Vec<(&str, String, bool)> = alloc::vec![
+            ("LTC", String::from("Mike Lee"), false),
+            ("LTC", alloc::format!("L{}", word(29)), true),
+            ("LTC", alloc::format!("L{}", word(20)), false),
+            ("WIDE", String::from("aabc"), true),
+        ];
+        for (rule, text, through) in &screens {
+            let pattern = set.body.patterns.iter().find(|p| set.rules[p.rule as usize].name == *rule).expect("compiled");
+            let Matcher::Backtrack { relaxed, .. } = &pattern.matcher else { panic!("{rule}: no program") };
+            let input = regex_automata::Input::new(text.as_bytes());
+            let found = match &**relaxed {
+                Matcher::Narrow(dfa) => set.narrow_tables.place(dfa).and_then(|p| p.find(&input)).is_some(),
+                Matcher::Dense(dfa) => regex_automata::dfa::Automaton::try_search_fwd(&**dfa, &input).ok().flatten().is_some(),
+                _ => panic!("{rule}: no dense screen"),
+            };
+            assert_eq!(found, *through, "{rule} on {text:?}");
+        }
+        let cases: Vec<(String, &[&str])> = alloc::vec![
+            (alloc::format!("pay to L{} now", word(29)), &["LTC"]),
+            (alloc::format!("pay to =L{} now", word(29)), &[]),
+            (alloc::format!("pay to L{} now", word(25)), &[]),
+            (alloc::format!("pay to L{} now", word(34)), &[]),
+            (String::from("Mike Lee"), &[]),
+            (alloc::format!("a{}c", "b".repeat(40)), &["WIDE"]),
+            (alloc::format!("xa{}c", "b".repeat(40)), &[]),
+            (String::from("aabc"), &[]),
+        ];
+        for (text, want) in &cases {
+            let message = alloc::format!("Subject: t\r\n\r\n{text}\r\n");
+            let mut scratch = Scratch::new(&set);
+            let got: Vec<&str> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| h.name).collect();
+            assert_eq!(got, *want, "{text}");
+        }
+        // A warm compile finds the same choice in the cache and nothing the cold one dropped.
+        let image = cache.to_bytes();
+        let mut warm = DfaCache::from_bytes(&image).expect("reads back");
+        warm.prepare(&run_here);
+        RuleSet::compile_cached(&config, &mut warm, &run_here).expect("compile");
+        assert_eq!(warm.misses(), 0);
+        assert_eq!(warm.to_bytes().len(), image.len());
     }
 
     #[test]
