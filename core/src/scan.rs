@@ -16,6 +16,7 @@ use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
+use crate::rules::demand::{DemandScratch, STAGES};
 use crate::rules::narrow::NarrowTables;
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
@@ -55,6 +56,9 @@ pub struct Scratch {
     /// The ends of the chains a repeated pattern's search keeps (`rules::repeat`).
     repeat_ends: Vec<u16>,
     eval: EvalScratch,
+    demand: DemandScratch,
+    /// The checks of the running stage deferred to its end.
+    deferred: Vec<Deferred>,
 }
 
 impl Scratch {
@@ -100,6 +104,8 @@ impl Scratch {
             backtrack: BacktrackScratch::for_programs(rules.programs.iter()),
             repeat_ends: alloc::vec![0; ENDS_START],
             eval: EvalScratch::default(),
+            demand: DemandScratch::new(&rules.demand, n, rules.metas.len()),
+            deferred: Vec::with_capacity(pats.max(rules.evals.len())),
         }
     }
 }
@@ -258,6 +264,8 @@ pub enum Cost {
     Unions(RuleType),
     /// Running the metas.
     Metas,
+    /// Deciding whether deferred sub-rules must run ([`crate::rules`]' rules on demand).
+    Demand,
 }
 
 /// The probe of a plain scan: no clock, nothing recorded.
@@ -301,10 +309,13 @@ impl RuleSet {
         let started = probe.now();
         scratch.eval.prepare(&message, &self.eval_data);
         probe.spent(Cost::Relays, started);
+        scratch.demand.begin_scan();
         let mut state = ScanState {
             rules: self,
             counts: &mut scratch.counts,
             hits: &mut scratch.hits,
+            demand: &mut scratch.demand,
+            deferred: &mut scratch.deferred,
         };
         let mut lines = LineScratch {
             epoch: scratch.epoch,
@@ -333,13 +344,20 @@ impl RuleSet {
             },
         };
         let eval = &mut scratch.eval;
-        self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval, probe);
-        run_lines(&self.body, RuleType::Body, message.body(), &mut state, &mut lines, probe);
-        run_lines(&self.rawbody, RuleType::RawBody, message.rawbody(), &mut state, &mut lines, probe);
-        run_lines(&self.uri, RuleType::Uri, message.uris(), &mut state, &mut lines, probe);
-        run_whole(&self.full, message.raw(), &mut state, &mut lines, probe);
-        self.scan_mimeheaders(&message, &mut state, &mut lines.engines, probe);
-        self.run_evals(&message, &mut state, eval, probe);
+        // Each stage runs the checks of its rule type, and may defer its rules on demand.
+        for stage in STAGES {
+            state.demand.begin_stage(stage);
+            match stage {
+                RuleType::Header => self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval, probe),
+                RuleType::Eval => self.run_evals(&message, &mut state, eval, probe),
+                RuleType::MimeHeader => self.scan_mimeheaders(&message, &mut state, &mut lines.engines, probe),
+                RuleType::Uri => run_lines(&self.uri, stage, message.uris(), &mut state, &mut lines, probe),
+                RuleType::Full => run_whole(&self.full, message.raw(), &mut state, &mut lines, probe),
+                RuleType::Body => run_lines(&self.body, stage, message.body(), &mut state, &mut lines, probe),
+                RuleType::RawBody => run_lines(&self.rawbody, stage, message.rawbody(), &mut state, &mut lines, probe),
+                RuleType::Meta => {}
+            }
+        }
         scratch.epoch = lines.epoch;
         let started = probe.now();
         self.run_metas(&mut state, &mut scratch.meta_stack, &mut scratch.meta_marks);
@@ -616,14 +634,62 @@ struct NameScratch {
     work: [Vec<u8>; 4],
 }
 
-/// Hit counts being gathered for one message.
+/// Hit counts being gathered for one message, and the checks deferred in its stage.
 struct ScanState<'s> {
     rules: &'s RuleSet,
     counts: &'s mut Vec<u32>,
     hits: &'s mut Vec<u32>,
+    demand: &'s mut DemandScratch,
+    deferred: &'s mut Vec<Deferred>,
+}
+
+/// A check deferred to the end of its stage, its rule being on demand.
+#[derive(Debug, Clone, Copy)]
+struct Deferred {
+    rule: u32,
+    run: DeferredRun,
+}
+
+/// What a deferred check runs.
+#[derive(Debug, Clone, Copy)]
+enum DeferredRun {
+    /// A `full` pattern, on the whole message.
+    Whole(u32),
+    /// A line pattern, on the lines that hold its literals.
+    Candidate(u32),
+    /// A line pattern, on the lines from a line start.
+    From { pattern: u32, from: u32 },
 }
 
 impl ScanState<'_> {
+    /// Defers `run`, a check of `rule`, to the end of its stage when the rule is on
+    /// demand (and the queue has room): whether it did.
+    fn defer(&mut self, rule: u32, run: DeferredRun) -> bool {
+        if !self.rules.demand.on_demand(rule) || self.deferred.len() >= self.deferred.capacity() {
+            return false;
+        }
+        self.demand.defer(rule);
+        self.deferred.push(Deferred { rule, run });
+        true
+    }
+
+    /// The next deferred check, from `*next` in the queue, that must run; the queue
+    /// empties once none is left.
+    fn next_needed(&mut self, next: &mut usize, probe: &mut impl Probe) -> Option<Deferred> {
+        while let Some(&deferred) = self.deferred.get(*next) {
+            *next += 1;
+            let started = probe.now();
+            let rules = self.rules;
+            let needed = self.demand.take(&rules.demand, &rules.metas, &rules.meta_readers, self.counts, deferred.rule);
+            probe.spent(Cost::Demand, started);
+            if needed {
+                return Some(deferred);
+            }
+        }
+        self.deferred.clear();
+        None
+    }
+
     fn max_hits(&self, rule: u32) -> u32 {
         let max = self.rules.rules.get(rule as usize).map_or(1, |r| r.max_hits);
         let have = self.counts.get(rule as usize).copied().unwrap_or(0);
@@ -932,45 +998,10 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     for i in 0..s.candidates.len() {
         let started = probe.now();
         let Some(&p) = s.candidates.get(i) else { break };
-        let (Some(&first), Some(&last)) = (s.pattern_first.get(p as usize), s.pattern_last.get(p as usize)) else {
-            continue;
-        };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if s.cannot_hold(program, p, text) {
-            probe.spent(Cost::Rule(pattern.rule), started);
-            continue;
+        if !s.cannot_hold(program, p, text) && !state.defer(pattern.rule, DeferredRun::Candidate(p)) {
+            run_candidate(program, p, text, state, s);
         }
-        // Only lines holding one of its literals can match (a pattern that is only
-        // literals counts them over the lines from first to last at once). Lines next to
-        // each other are searched as one text, which most often does not match.
-        if pattern.exact.is_none() && candidate_lines(program, p, text, s) {
-            let mut j = 0;
-            while let Some(&start) = s.starts.get(j) {
-                let max = state.max_hits(pattern.rule);
-                if max == 0 {
-                    break;
-                }
-                let (start, first_end) = (start as usize, line_end(text, start as usize));
-                let mut end = first_end;
-                j += 1;
-                while let Some(&next) = s.starts.get(j).filter(|&&next| next as usize == end + 1) {
-                    end = line_end(text, next as usize);
-                    j += 1;
-                }
-                let lines = text.get(start..end).unwrap_or(&[]);
-                let n = if end == first_end {
-                    count_matches(&pattern.matcher, lines, max, &mut s.engines)
-                } else {
-                    count_in_lines(&pattern.matcher, lines, max, &mut s.engines)
-                };
-                state.add(pattern.rule, n);
-            }
-            probe.spent(Cost::Rule(pattern.rule), started);
-            continue;
-        }
-        let lines = text.get(line_start(text, first as usize)..line_end(text, last as usize)).unwrap_or(&[]);
-        let n = count_pattern_in_lines(pattern, lines, state.max_hits(pattern.rule), &mut s.engines);
-        state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
     // Where a union's pass starts: a union of one whose member needs a byte starts at
@@ -1022,6 +1053,55 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
     for &p in &program.unfiltered {
         run_unfiltered(program, p, text, 0, state, s, probe);
     }
+    let mut next = 0;
+    while let Some(deferred) = state.next_needed(&mut next, probe) {
+        let started = probe.now();
+        match deferred.run {
+            DeferredRun::Candidate(p) => run_candidate(program, p, text, state, s),
+            DeferredRun::From { pattern, from } => search_unfiltered(program, pattern, text, from as usize, state, s),
+            DeferredRun::Whole(_) => {}
+        }
+        probe.spent(Cost::Rule(deferred.rule), started);
+    }
+}
+
+/// Runs candidate line pattern `p` over the lines of `text` where its literals occur.
+fn run_candidate(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+    let (Some(&first), Some(&last), Some(pattern)) =
+        (s.pattern_first.get(p as usize), s.pattern_last.get(p as usize), program.patterns.get(p as usize))
+    else {
+        return;
+    };
+    // Only lines holding one of its literals can match (a pattern that is only
+    // literals counts them over the lines from first to last at once). Lines next to
+    // each other are searched as one text, which most often does not match.
+    if pattern.exact.is_none() && candidate_lines(program, p, text, s) {
+        let mut j = 0;
+        while let Some(&start) = s.starts.get(j) {
+            let max = state.max_hits(pattern.rule);
+            if max == 0 {
+                break;
+            }
+            let (start, first_end) = (start as usize, line_end(text, start as usize));
+            let mut end = first_end;
+            j += 1;
+            while let Some(&next) = s.starts.get(j).filter(|&&next| next as usize == end + 1) {
+                end = line_end(text, next as usize);
+                j += 1;
+            }
+            let lines = text.get(start..end).unwrap_or(&[]);
+            let n = if end == first_end {
+                count_matches(&pattern.matcher, lines, max, &mut s.engines)
+            } else {
+                count_in_lines(&pattern.matcher, lines, max, &mut s.engines)
+            };
+            state.add(pattern.rule, n);
+        }
+        return;
+    }
+    let lines = text.get(line_start(text, first as usize)..line_end(text, last as usize)).unwrap_or(&[]);
+    let n = count_pattern_in_lines(pattern, lines, state.max_hits(pattern.rule), &mut s.engines);
+    state.add(pattern.rule, n);
 }
 
 /// Takes what `union` found for its members: the members found by bit and where each
@@ -1050,28 +1130,30 @@ fn take_union(
 }
 
 /// Runs unfiltered line pattern `p` over the lines of `text` from `from`, a line start
-/// before which it cannot match.
+/// before which it cannot match (or defers it).
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
-    if s.no_room(needs.room, text) {
-        probe.spent(Cost::Rule(pattern.rule), started);
-        return;
-    }
     // No match starts before the line of the first byte every match needs.
     let from = match &needs.byte {
-        Some(byte) => match text.get(from..).and_then(|rest| byte.find(rest)) {
-            Some(at) => line_start(text, from + at),
-            None => {
-                probe.spent(Cost::Rule(pattern.rule), started);
-                return;
-            }
-        },
-        _ => from,
+        _ if s.no_room(needs.room, text) => None,
+        Some(byte) => text.get(from..).and_then(|rest| byte.find(rest)).map(|at| line_start(text, from + at)),
+        None => Some(from),
     };
+    if let Some(from) = from {
+        let deferred = DeferredRun::From { pattern: p, from: from as u32 };
+        if !state.defer(pattern.rule, deferred) {
+            search_unfiltered(program, p, text, from, state, s);
+        }
+    }
+    probe.spent(Cost::Rule(pattern.rule), started);
+}
+
+/// Counts the matches of line pattern `p` in the lines of `text` from line start `from`.
+fn search_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+    let Some(pattern) = program.patterns.get(p as usize) else { return };
     let n = count_pattern_in_lines(pattern, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
-    probe.spent(Cost::Rule(pattern.rule), started);
 }
 
 /// Runs `full` rules: each pattern sees the whole message.
@@ -1087,21 +1169,33 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if s.cannot_hold(program, p, text) {
-            probe.spent(Cost::Rule(pattern.rule), started);
-            continue;
+        if !s.cannot_hold(program, p, text) && !state.defer(pattern.rule, DeferredRun::Whole(p)) {
+            run_whole_pattern(program, p, text, state, s);
         }
-        let max = state.max_hits(pattern.rule);
-        let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
-            && !matches!(pattern.matcher, Matcher::Backtrack { .. });
-        let n = if anchored && candidate_starts(program, p, s) {
-            count_from(&pattern.matcher, text, s.starts, max, &mut s.engines)
-        } else {
-            count_matches(&pattern.matcher, text, max, &mut s.engines)
-        };
-        state.add(pattern.rule, n);
         probe.spent(Cost::Rule(pattern.rule), started);
     }
+    let mut next = 0;
+    while let Some(deferred) = state.next_needed(&mut next, probe) {
+        let started = probe.now();
+        if let DeferredRun::Whole(p) = deferred.run {
+            run_whole_pattern(program, p, text, state, s);
+        }
+        probe.spent(Cost::Rule(deferred.rule), started);
+    }
+}
+
+/// Counts the matches of `full` pattern `p` in `text`, the whole message.
+fn run_whole_pattern(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+    let Some(pattern) = program.patterns.get(p as usize) else { return };
+    let max = state.max_hits(pattern.rule);
+    let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
+        && !matches!(pattern.matcher, Matcher::Backtrack { .. });
+    let n = if anchored && candidate_starts(program, p, s) {
+        count_from(&pattern.matcher, text, s.starts, max, &mut s.engines)
+    } else {
+        count_matches(&pattern.matcher, text, max, &mut s.engines)
+    };
+    state.add(pattern.rule, n);
 }
 
 fn line_start(text: &[u8], pos: usize) -> usize {
@@ -1893,6 +1987,48 @@ mod tests {
             let got = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| h.count).next().unwrap_or(0);
             assert!(whole > 0, "{pattern}: the case should match");
             assert_eq!(got, whole, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn sub_rules_run_on_demand_table() {
+        // A `__` rule of the text runs only while a meta reading it is undecided. Each
+        // row: the message's head and body, then the sub-rules that hit with rules on
+        // demand; with `_SUBTESTS_` listed every matching sub-rule runs, and the scored
+        // hits and score are the same either way.
+        const RULES: &str = "header __GATE Subject =~ /gate/\nheader __LIST exists:List-Id\n\
+            body __COSTLY /costly/\nbody __DASHED /[0-9]{3}-[a-z]{4}/\nrawbody __RAW /<b>raw/\n\
+            uri __URI /example\\.com\\/path/\nfull __FULL /fullmark/\n\
+            meta GATED __GATE && __COSTLY\nmeta UNLISTED !__LIST && __DASHED\nmeta EITHER __GATE || __RAW\n\
+            meta __BOTH __URI && __FULL\nmeta BOTH_GATED __GATE && __BOTH\n\
+            score GATED 1\nscore UNLISTED 1\nscore EITHER 1\nscore BOTH_GATED 1\n";
+        const BODY: &str = "Content-Type: text/html\n\n<p>costly 123-abcd fullmark <b>raw http://example.com/path</p>\n";
+        let all = ["__COSTLY", "__DASHED", "__FULL", "__RAW", "__URI"];
+        let cases: &[(&str, &[&str])] = &[
+            // No gate, a list: only __RAW is undecided (EITHER waits on it).
+            ("Subject: hello\nList-Id: <l.example>\n", &["__LIST", "__RAW"]),
+            // The gate opens GATED and BOTH_GATED, and decides EITHER: __RAW is not needed.
+            ("Subject: gate\nList-Id: <l.example>\n", &["__BOTH", "__COSTLY", "__FULL", "__GATE", "__LIST", "__URI"]),
+            // No list: UNLISTED needs __DASHED (a pattern with no literal, run from its union).
+            ("Subject: hello\n", &["__DASHED", "__RAW"]),
+            ("Subject: gate\n", &["__BOTH", "__COSTLY", "__DASHED", "__FULL", "__GATE", "__URI"]),
+        ];
+        let scan = |rules: &str, message: &str| {
+            let set = RuleSet::compile(&parse_str("test.cf", rules).expect("rules parse")).expect("rules compile");
+            let mut scratch = Scratch::new(&set);
+            let v = set.scan(message.as_bytes(), &mut scratch);
+            let subs: Vec<String> = v.all_hits().filter(|n| n.starts_with("__")).map(String::from).collect();
+            let scored: Vec<String> = v.hits().map(|h| String::from(h.name)).collect();
+            (subs, scored, v.score.0)
+        };
+        for (head, want) in cases {
+            let message = alloc::format!("{head}{BODY}");
+            let (subs, scored, score) = scan(RULES, &message);
+            assert_eq!(subs, *want, "{head}");
+            let listed = alloc::format!("{RULES}add_header all Sub _SUBTESTS_\n");
+            let (every, every_scored, every_score) = scan(&listed, &message);
+            assert!(all.iter().all(|r| every.iter().any(|h| h == r)), "{head}: {every:?}");
+            assert_eq!((scored, score), (every_scored, every_score), "{head}");
         }
     }
 }

@@ -18,6 +18,7 @@ use regex_syntax::hir::{
 
 use super::backtrack::{self, Backtrack, Program};
 use super::cache::{self, Cached, DfaCache, ProgramShelf};
+use super::demand::{DemandPlan, PlanRule};
 use super::eval::{EvalData, EvalError, EvalTest};
 use super::EvalOn;
 use super::jobs::{run_here, Job, Spread, Work};
@@ -434,6 +435,8 @@ pub struct RuleSet {
     pub(crate) mimeheaders: Vec<MimeHeaderCheck>,
     pub(crate) metas: Vec<MetaProgram>,
     pub(crate) meta_readers: MetaReaders,
+    /// The sub-rules a scan runs only when a scored rule may still depend on them.
+    pub(crate) demand: DemandPlan,
     /// Native eval tests, run once per message before the metas.
     pub(crate) evals: Vec<EvalCheck>,
     pub(crate) eval_data: EvalData,
@@ -898,10 +901,7 @@ fn rules_by_name(config: &Config) -> BTreeMap<&str, u32> {
 /// them through metas, and no template lists sub-rules (`_SUBTESTS_`). They need not run.
 fn unread_subrules(config: &Config, by_name: &BTreeMap<&str, u32>) -> Vec<bool> {
     let n = config.rules.len();
-    let templates = config.add_headers.iter().map(|h| h.template.as_str());
-    let rewrites = config.rewrite_headers.iter().map(|(_, text)| text.as_str());
-    let lists_subtests = templates.chain(rewrites).any(|t| t.contains("_SUBTESTS"));
-    if lists_subtests {
+    if lists_subtests(config) {
         return alloc::vec![false; n];
     }
     let mut read = alloc::vec![false; n];
@@ -926,6 +926,13 @@ fn unread_subrules(config: &Config, by_name: &BTreeMap<&str, u32>) -> Vec<bool> 
         }
     }
     config.rules.iter().zip(read).map(|(r, read)| r.name.starts_with("__") && !read).collect()
+}
+
+/// Whether a template shows which sub-rules hit (`_SUBTESTS_`): they must then all run.
+fn lists_subtests(config: &Config) -> bool {
+    let templates = config.add_headers.iter().map(|h| h.template.as_str());
+    let rewrites = config.rewrite_headers.iter().map(|(_, text)| text.as_str());
+    templates.chain(rewrites).any(|t| t.contains("_SUBTESTS"))
 }
 
 /// SpamAssassin's default when a rule has no `score` line.
@@ -1021,6 +1028,7 @@ impl RuleSet {
             mimeheaders: Vec::new(),
             metas: Vec::new(),
             meta_readers: MetaReaders::default(),
+            demand: DemandPlan::default(),
             evals: Vec::new(),
             eval_data: EvalData::default(),
             lazy_dfas: Vec::new(),
@@ -1145,6 +1153,20 @@ impl RuleSet {
         set.narrow_tables = NarrowTables::join(parts);
         // Lint lists them in the order the rule files define them.
         set.disabled.sort_by_key(|d| d.rule);
+        let rules: Vec<PlanRule<'_>> = set
+            .rules
+            .iter()
+            .zip(&config.rules)
+            .map(|(r, def)| {
+                let expr = match &def.kind {
+                    RuleKind::Meta(e) => Some(e),
+                    _ => None,
+                };
+                PlanRule { name: &r.name, rule_type: r.rule_type, active: r.active, expr }
+            })
+            .collect();
+        let lookup = |name: &str| by_name.get(name).copied();
+        set.demand = DemandPlan::new(&rules, &set.metas, &set.meta_readers, &lookup, !lists_subtests(config));
         Ok(set)
     }
 
@@ -1801,7 +1823,7 @@ pub(crate) fn eval_meta(steps: &[MetaStep], count: impl Fn(u32) -> u32, stack: &
 }
 
 /// One binary meta operator, as Perl evaluates it on numbers.
-fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
+pub(crate) fn meta_op(op: MetaOp, a: f64, b: f64) -> f64 {
     let truth = |t: bool| if t { 1.0 } else { 0.0 };
     match op {
         MetaOp::And => {
@@ -1912,7 +1934,7 @@ impl RuleSet {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rules::cache::DfaCache;
     use crate::rules::jobs::{run_here, Job, Spread};
@@ -1920,7 +1942,7 @@ mod tests {
     use crate::scan::Scratch;
 
     /// The value of `expr` evaluated whole, every side of every operator.
-    fn meta_value(expr: &MetaExpr, count: &dyn Fn(&str) -> f64) -> f64 {
+    pub(crate) fn meta_value(expr: &MetaExpr, count: &dyn Fn(&str) -> f64) -> f64 {
         match expr {
             MetaExpr::Rule(name) => count(name),
             MetaExpr::Number(n) => *n,
@@ -1931,7 +1953,7 @@ mod tests {
     }
 
     /// A random meta expression over rules `A`..`C` and the unknown `Z`.
-    fn random_meta(rng: &mut crate::rules::Xorshift, depth: usize) -> MetaExpr {
+    pub(crate) fn random_meta(rng: &mut crate::rules::Xorshift, depth: usize) -> MetaExpr {
         use alloc::boxed::Box;
         const OPS: [MetaOp; 12] = [
             MetaOp::And, MetaOp::Or, MetaOp::And, MetaOp::Or, MetaOp::Add, MetaOp::Sub,

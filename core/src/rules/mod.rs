@@ -424,6 +424,7 @@ impl Xorshift {
 }
 
 pub(crate) mod compile;
+pub(crate) mod demand;
 pub(crate) mod literal;
 pub(crate) mod narrow;
 mod nfa;

@@ -43,6 +43,11 @@ pub fn files(dir: &Path, ext: Option<&str>) -> Vec<PathBuf> {
 
 /// The stock rules as SpamAssassin loads them, or `None` when not installed.
 pub fn stock_config() -> Option<Config> {
+    stock_config_and("")
+}
+
+/// The stock rules with `extra` read last, as a site file would be.
+pub fn stock_config_and(extra: &str) -> Option<Config> {
     if !Path::new(RULES_DIR).is_dir() {
         return None;
     }
@@ -55,6 +60,7 @@ pub fn stock_config() -> Option<Config> {
         let text = fs::read(path).expect("readable rule file");
         parser.parse_file(&path.to_string_lossy(), &text, &mut FsIncluder).expect("stock rules parse");
     }
+    parser.parse_file("extra.cf", extra.as_bytes(), &mut FsIncluder).expect("extra rules parse");
     Some(parser.finish())
 }
 
