@@ -105,7 +105,7 @@ impl Scratch {
             repeat_ends: alloc::vec![0; ENDS_START],
             eval: EvalScratch::default(),
             demand: DemandScratch::new(&rules.demand, n, rules.metas.len()),
-            deferred: Vec::with_capacity(pats.max(rules.evals.len())),
+            deferred: Vec::with_capacity(rules.max_patterns),
         }
     }
 }
@@ -264,7 +264,7 @@ pub enum Cost {
     Unions(RuleType),
     /// Running the metas.
     Metas,
-    /// Deciding whether deferred sub-rules must run ([`crate::rules`]' rules on demand).
+    /// Deciding whether deferred sub-rules must run: the text's sub-rules run on demand.
     Demand,
 }
 
