@@ -1059,6 +1059,7 @@ fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut
         match deferred.run {
             DeferredRun::Candidate(p) => run_candidate(program, p, text, state, s),
             DeferredRun::From { pattern, from } => search_unfiltered(program, pattern, text, from as usize, state, s),
+            // A line stage defers no `full` pattern.
             DeferredRun::Whole(_) => {}
         }
         probe.spent(Cost::Rule(deferred.rule), started);
