@@ -679,8 +679,7 @@ impl ScanState<'_> {
         while let Some(&deferred) = self.deferred.get(*next) {
             *next += 1;
             let started = probe.now();
-            let rules = self.rules;
-            let needed = self.demand.take(&rules.demand, &rules.metas, &rules.meta_readers, self.counts, deferred.rule);
+            let needed = self.demand.take(self.rules, self.counts, deferred.rule);
             probe.spent(Cost::Demand, started);
             if needed {
                 return Some(deferred);

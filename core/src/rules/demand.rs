@@ -6,7 +6,7 @@
 
 use alloc::vec::Vec;
 
-use super::compile::{eval_meta, MetaProgram, MetaReaders, MetaStep, RuleType};
+use super::compile::{eval_meta, MetaProgram, MetaReaders, MetaStep, RuleSet, RuleType};
 use super::{MetaExpr, MetaOp};
 
 /// A scan's stages, in order: each runs the checks of one rule type (every check of
@@ -187,7 +187,6 @@ fn chain_operands<'e>(expr: &'e MetaExpr, op: MetaOp, out: &mut Vec<&'e MetaExpr
 
 /// A scan's state of its rules on demand: which are deferred, and the values its
 /// decisions found (each stamped with what the scan knew then).
-#[derive(Default)]
 pub(crate) struct DemandScratch {
     /// The stamp of what the scan knows now: it moves with each stage and each
     /// deferred rule that runs.
@@ -266,8 +265,8 @@ impl DemandScratch {
 
     /// Whether `rule`, deferred, must run: some meta reading it is still undecided and
     /// needed. A rule that must run counts as known from here on (it runs next).
-    pub(crate) fn take(&mut self, plan: &DemandPlan, metas: &[MetaProgram], readers: &MetaReaders, counts: &[u32], rule: u32) -> bool {
-        let mut decision = Decision { plan, metas, readers, counts, s: self };
+    pub(crate) fn take(&mut self, rules: &RuleSet, counts: &[u32], rule: u32) -> bool {
+        let mut decision = Decision { plan: &rules.demand, metas: &rules.metas, readers: &rules.meta_readers, counts, s: self };
         let needed = decision.needed(rule);
         if needed {
             if let Some(u) = decision.s.unsettled.get_mut(rule as usize) {
@@ -375,7 +374,7 @@ mod tests {
     use super::*;
     use crate::rules::cf::parse_str;
     use crate::rules::compile::tests::{meta_value, random_meta};
-    use crate::rules::{RuleSet, Xorshift};
+    use crate::rules::Xorshift;
 
     /// `expr` as a rule file writes it, every operation in parentheses, `Z` read as `z`.
     fn cf_text(expr: &MetaExpr, z: &str) -> String {
