@@ -48,5 +48,7 @@ fn main() {
     println!("rules: embedded, {} defined, compiled in {:.1} ms", rules.rule_count(), compile_time.as_secs_f64() * 1e3);
     println!("scan (one core, {passes} passes): {:.0} messages/s, {:.1} MB/s raw, {:.1} MB/s rendered, {:.1} us/message", n / secs, raw_bytes as f64 * passes as f64 / secs / 1e6, rendered as f64 * passes as f64 / secs / 1e6, secs / n * 1e6);
     println!("verdicts: {} spam of {} per pass", spam / passes, messages.len());
+    // A worker's memory that grows with the mail it sees (the rest is shared or fixed).
+    println!("lazy DFA caches of this worker after the passes: {} KiB", scratch.lazy_cache_bytes() / 1024);
     profile::print_if_asked(&rules, &messages, &mut scratch);
 }

@@ -1188,12 +1188,13 @@ fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s:
 fn run_whole_pattern(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
     let Some(pattern) = program.patterns.get(p as usize) else { return };
     let max = state.max_hits(pattern.rule);
-    let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
-        && !matches!(pattern.matcher, Matcher::Backtrack { .. });
-    let n = if anchored && candidate_starts(program, p, s) {
-        count_from(&pattern.matcher, text, s.starts, max, &mut s.engines)
-    } else {
-        count_matches(&pattern.matcher, text, max, &mut s.engines)
+    let anchored = program.pattern_starts_match.get(p as usize) == Some(&true) && candidate_starts(program, p, s);
+    let n = match &pattern.matcher {
+        // Its screen is tried where its literals start; the program decides over the message.
+        Matcher::Backtrack { relaxed, .. } if anchored && (max == 0 || count_from(relaxed, text, s.starts, 1, &mut s.engines) == 0) => 0,
+        Matcher::Backtrack { .. } => count_matches(&pattern.matcher, text, max, &mut s.engines),
+        m if anchored => count_from(m, text, s.starts, max, &mut s.engines),
+        m => count_matches(m, text, max, &mut s.engines),
     };
     state.add(pattern.rule, n);
 }
@@ -1950,23 +1951,34 @@ mod tests {
         // (full pattern, message body, maxhits): searched only where its prefixes occur,
         // it must count what a search of the whole message counts.
         let long = String::from("zzz") + &coin_text(40, 3, 'a', 'b');
-        let cases: &[(&str, String, u32, bool)] = &[
-            (r"/content-type:\s*text\/html/i", "Content-Type: text/html\nCONTENT-TYPE:text/html\ncontent-type: image/png\n".into(), 50, false),
-            (r"/\bname=\S+/", "username=a name=b xname=c name=d\n".into(), 50, false),
-            ("/abab/", "abababab ab abab\n".into(), 50, false),
-            (r"/ab[0-9]/", "ab1 ab2 ab3 ab4 ab5\n".into(), 3, false),
-            (r"/^Subject: \w+$/m", "Subject: one\n Subject: two\nSubject: three\n".into(), 50, false),
-            (r"/(?:cheap|discount) meds/i", "CHEAP MEDS, discount meds and cheap  meds\n".into(), 50, false),
-            // Too big for a dense DFA: the lazy one starts anchored as well.
-            (r"/zzz[ab]*a[ab]{14}/", alloc::format!("{long}\n{long}b\nzzzb\n"), 50, true),
+        let unrolled = alloc::format!("/zzz[ab]*a{}/", "[ab]".repeat(14));
+        // (pattern, body, maxhits, how it runs: a dense DFA (D), a lazy one (L), a dense
+        // screen and a program (S))
+        let cases: &[(&str, String, u32, char)] = &[
+            (r"/content-type:\s*text\/html/i", "Content-Type: text/html\nCONTENT-TYPE:text/html\ncontent-type: image/png\n".into(), 50, 'D'),
+            (r"/\bname=\S+/", "username=a name=b xname=c name=d\n".into(), 50, 'D'),
+            ("/abab/", "abababab ab abab\n".into(), 50, 'D'),
+            (r"/ab[0-9]/", "ab1 ab2 ab3 ab4 ab5\n".into(), 3, 'D'),
+            (r"/^Subject: \w+$/m", "Subject: one\n Subject: two\nSubject: three\n".into(), 50, 'D'),
+            (r"/(?:cheap|discount) meds/i", "CHEAP MEDS, discount meds and cheap  meds\n".into(), 50, 'D'),
+            // Too big for a dense DFA and no repeat to open: the lazy one starts anchored as well.
+            (&unrolled, alloc::format!("{long}\n{long}b\nzzzb\n"), 50, 'L'),
+            // With its count opened, a dense screen does (the program counts).
+            (r"/zzz[ab]*a[ab]{14}/", alloc::format!("{long}\n{long}b\nzzzb\n"), 50, 'S'),
         ];
-        for (pattern, body, max, lazy) in cases {
+        for (pattern, body, max, runs) in cases {
             let rules = alloc::format!("full F {pattern}\ntflags F multiple maxhits={max}\nscore F 1\n");
             let config = parse_str("test.cf", &rules).expect("rules parse");
             let set = RuleSet::compile(&config).expect("rules compile");
             assert_eq!(set.full.pattern_starts_match, [true], "{pattern}");
             let matcher = &set.full.patterns.first().expect("one pattern").matcher;
-            assert_eq!(matches!(matcher, Matcher::Lazy(_)), *lazy, "{pattern}");
+            let got_runs = match matcher {
+                Matcher::Dense(_) | Matcher::Narrow(_) => 'D',
+                Matcher::Lazy(_) => 'L',
+                Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_) | Matcher::Narrow(_)) => 'S',
+                _ => '?',
+            };
+            assert_eq!(got_runs, *runs, "{pattern}");
             let message = alloc::format!("From: a@example.org\nSubject: t\n\n{body}");
             let mut bufs = MessageBuffers::new(Limits::default());
             let raw = Message::parse(message.as_bytes(), &mut bufs).raw().to_vec();

@@ -57,7 +57,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 11;
+pub(crate) const AUTOMATA_REVISION: u32 = 12;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -1436,8 +1436,9 @@ impl RuleSet {
             Some(bt) => bt,
             None => backtrack_cached(&p.perl, dense)?,
         };
-        // The relaxed form only screens the text: it is searched whole, never anchored.
-        let relaxed_span = if span == Span::Message { Span::Whole } else { span };
+        // The relaxed form screens the text over the pattern's span (a `full` one's
+        // anchored where its literals start, as the pattern's own DFA would be).
+        let relaxed_span = span;
         // A dense screen a cache kept was built under the larger limit.
         let screen_key = pattern_key(b"regex", &bt.relaxed, relaxed_span, SCREEN_BUILD_LIMIT);
         let known_screen = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
@@ -1518,8 +1519,7 @@ impl RuleSet {
     /// forms tried open long counted repeats (`[^>]{0,100}` is `[^>]*`), then every
     /// counted repeat (`(?:\w{1,15}\s){0,10}` is `(?:\w+\s)*`); the one taken becomes
     /// `bt`'s, and the automaton `built` had, under `given_up`, leaves the cache's next
-    /// image. None when `built` is not a lazy DFA, no form fits [`SCREEN_DENSE_LIMIT`],
-    /// or the pattern is a `full` one, which is tried anchored where its literals start.
+    /// image. None when `built` is not a lazy DFA or no form fits [`SCREEN_DENSE_LIMIT`].
     fn dense_screen(
         &mut self,
         p: &Pattern,
@@ -1537,7 +1537,7 @@ impl RuleSet {
             },
             Matcher::Dense(_) | Matcher::Narrow(_) | Matcher::Repeat(_) => return Ok(None),
         };
-        if span == Span::Message || matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
+        if matches!(dense, Dense::Skip) || index + 1 != self.lazy_dfas.len() {
             return Ok(None);
         }
         let Ok(forms) = perl::relaxed_forms(&p.perl, &SCREEN_RELAXATIONS) else { return Ok(None) };
@@ -2325,6 +2325,52 @@ pub(crate) mod tests {
             let mut scratch = Scratch::new(&set);
             let hits: Vec<String> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| String::from(h.name)).collect();
             assert_eq!(hits, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn full_dense_screen_table() {
+        // `full` patterns whose DFA, even anchored at their literals, is too big: a dense
+        // screen tried where those literals start and the exact program, no lazy DFA
+        // (each would grow a cache in every child).
+        let rules = "full ALT /Content-Type:\\s*multipart\\/alternative[^\\n]{0,100}\\n[\\s\\S]{0,100}Content-Type:\\s*text\\/html/i\n\
+                     full EXE /\\bname\\s*=\\s*\"?[^\"\\n]{1,100}\\.(?:exe|scr|pif)\"?\\s*$/mi\n\
+                     tflags EXE multiple\n";
+        let config = parse_str("t.cf", rules).expect("parse");
+        let screened = |set: &RuleSet| {
+            let all = set.full.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Dense(_) | Matcher::Narrow(_))));
+            all && set.full.patterns.len() == 2 && set.lazy_dfas.is_empty()
+        };
+        // Cold, and warm from the cache that compile wrote: the same choice, no build.
+        let mut cache = DfaCache::new();
+        let cold = RuleSet::compile_cached(&config, &mut cache, &run_here).expect("compile");
+        let mut warm = DfaCache::from_bytes(&cache.to_bytes()).expect("reads back");
+        warm.prepare(&run_here);
+        let set = RuleSet::compile_cached(&config, &mut warm, &run_here).expect("compile");
+        assert!(screened(&cold) && screened(&set));
+        assert_eq!(warm.misses(), 0);
+        let gap = |n: usize| "x".repeat(n);
+        // (body, hits as (rule, count)): the bounds hold exactly as Perl reads them.
+        let alt = |between: &str| alloc::format!("Content-Type: multipart/alternative; b=1\r\n{between}Content-Type: text/html\r\n\r\nhi\r\n");
+        let cases: Vec<(String, &[(&str, u32)])> = alloc::vec![
+            (alt(""), &[("ALT", 1)]),
+            (alt(&alloc::format!("{}\n", gap(97))), &[("ALT", 1)]),
+            (alt(&alloc::format!("{}\n", gap(100))), &[]),
+            (alloc::format!("Content-Type: multipart/alternative {}\r\nContent-Type: text/html\r\n", gap(120)), &[]),
+            (String::from("Content-Type: text/html\r\nContent-Type: multipart/alternative\r\n"), &[]),
+            (String::from("name=\"a.exe\"\r\nname = b.scr\r\nname=\"c.pdf\"\r\n"), &[("EXE", 2)]),
+            (alloc::format!("name=\"{}.pif\"\r\n", gap(100)), &[("EXE", 1)]),
+            (alloc::format!("name=\"{}.pif\"\r\n", gap(101)), &[]),
+            (String::from("filename=a.exe\r\n"), &[]),
+        ];
+        for (body, want) in cases {
+            let message = alloc::format!("Subject: t\r\nMIME-Version: 1.0\r\n{body}");
+            let want: Vec<(String, u32)> = want.iter().map(|&(n, c)| (String::from(n), c)).collect();
+            for set in [&cold, &set] {
+                let mut scratch = Scratch::new(set);
+                let hits: Vec<(String, u32)> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| (String::from(h.name), h.count)).collect();
+                assert_eq!(hits, want, "{body}");
+            }
         }
     }
 
