@@ -1437,10 +1437,9 @@ impl RuleSet {
             None => backtrack_cached(&p.perl, dense)?,
         };
         // The relaxed form screens the text over the pattern's span (a `full` one's
-        // anchored where its literals start, as the pattern's own DFA would be).
-        let relaxed_span = span;
-        // A dense screen a cache kept was built under the larger limit.
-        let screen_key = pattern_key(b"regex", &bt.relaxed, relaxed_span, SCREEN_BUILD_LIMIT);
+        // anchored where its literals start, as the pattern's own DFA would be). A dense
+        // screen a cache kept was built under the larger limit.
+        let screen_key = pattern_key(b"regex", &bt.relaxed, span, SCREEN_BUILD_LIMIT);
         let known_screen = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
             Lookup::Found(built @ Built { matcher: Matcher::Dense(_), .. }) => Some(built),
             Lookup::Found(_) => {
@@ -1452,16 +1451,16 @@ impl RuleSet {
         };
         let built = match known_screen {
             Some(built) => built,
-            None => build_matcher(&bt.relaxed, relaxed_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
+            None => build_matcher(&bt.relaxed, span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
         };
         if !decided {
             // A dense screen may keep the counts the relaxed form opened; a cache keeps
             // the choice.
-            if let Some(screen) = self.counting_screen(p, relaxed_span, &built, &mut bt, dense)? {
+            if let Some(screen) = self.counting_screen(p, span, &built, &mut bt, dense)? {
                 return Ok(self.confirmed(screen, bt));
             }
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
-            let given_up = pattern_key(b"regex", &bt.relaxed, relaxed_span, DENSE_LIMIT);
+            let given_up = pattern_key(b"regex", &bt.relaxed, span, DENSE_LIMIT);
             if let Some(screen) = self.dense_screen(p, span, &built, given_up, &mut bt, dense)? {
                 return Ok(self.confirmed(screen, bt));
             }
