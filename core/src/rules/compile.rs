@@ -2361,6 +2361,9 @@ pub(crate) mod tests {
             (alloc::format!("name=\"{}.pif\"\r\n", gap(100)), &[("EXE", 1)]),
             (alloc::format!("name=\"{}.pif\"\r\n", gap(101)), &[]),
             (String::from("filename=a.exe\r\n"), &[]),
+            // Many places to try, each as long as the gaps allow: the program still decides.
+            (alloc::format!("{}name=\"a.exe\"\r\n", alloc::format!("name=\"{}\"\r\n", gap(100)).repeat(3000)), &[("EXE", 1)]),
+            (alloc::format!("{}Content-Type: text/html\r\n", "Content-Type: multipart/alternative\r\n".repeat(2000)), &[("ALT", 1)]),
         ];
         for (body, want) in cases {
             let message = alloc::format!("Subject: t\r\nMIME-Version: 1.0\r\n{body}");
