@@ -39,7 +39,8 @@ const PREFILTER_DFA_LIMIT: usize = 4 * 1024 * 1024;
 /// Largest dense DFA built for one pattern; larger ones run as a lazy DFA.
 const DENSE_LIMIT: usize = 192 * 1024;
 /// Largest dense DFA taken to screen for a pattern that would otherwise run as a lazy
-/// DFA: shared by all processes, where the lazy DFA's cache grows in every child.
+/// DFA: shared by all processes, where the lazy DFA's cache grows in every child. For a
+/// pattern behind prefilter literals, what it keeps in 16-bit rows counts.
 const SCREEN_DENSE_LIMIT: usize = 256 * 1024;
 /// Largest screen determinized, before minimizing brings it under [`SCREEN_DENSE_LIMIT`].
 const SCREEN_BUILD_LIMIT: usize = 2 * SCREEN_DENSE_LIMIT;
@@ -57,7 +58,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 12;
+pub(crate) const AUTOMATA_REVISION: u32 = 13;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -1540,6 +1541,7 @@ impl RuleSet {
             return Ok(None);
         }
         let Ok(forms) = perl::relaxed_forms(&p.perl, &SCREEN_RELAXATIONS) else { return Ok(None) };
+        let filtered = built.required.is_some();
         // Every form is tried; the smallest dense DFA is taken.
         let mut best: Option<(Built, usize, usize)> = None;
         for (i, relaxed) in forms.iter().enumerate() {
@@ -1549,6 +1551,9 @@ impl RuleSet {
             let screen = build_matcher(relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
             let bytes = match &screen.matcher {
                 Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
+                // Larger as the crate keeps it, small enough in 16-bit rows; for a pattern
+                // behind prefilter literals only (an unfiltered one would join a dense union).
+                Matcher::Dense(dfa) if filtered => Some(NarrowDfa::kept_bytes(dfa)).filter(|&b| b <= SCREEN_DENSE_LIMIT).unwrap_or(usize::MAX),
                 Matcher::Dense(_) | Matcher::Narrow(_) => usize::MAX,
                 Matcher::Lazy(_) | Matcher::Repeat(_) => {
                     self.lazy_dfas.pop();
@@ -2324,6 +2329,42 @@ pub(crate) mod tests {
             let mut scratch = Scratch::new(&set);
             let hits: Vec<String> = set.scan(message.as_bytes(), &mut scratch).hits().map(|h| String::from(h.name)).collect();
             assert_eq!(hits, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn narrow_screen_table() {
+        // A pattern behind prefilter literals whose dense screen is over the limit as the
+        // crate keeps it but under it in 16-bit rows: screened, no lazy DFA; the program
+        // keeps the lookarounds exact.
+        // SpamAssassin's `__LOTTO_AGENT_01`.
+        let perl = r"/\b(?:(?:(?:the|y?our)(?:\s\w{1,20})?|contact|accredited|listed)\sclaim(?:s|ing)?(?:\sprocessing)?|fiducia\w+|reimbursement|(?:prize|international|intl|foreign|win+ing)(?:[\s,.]+(?:rem+it+ance|settlement|payment|payout|award|transfer))+|payment|payout|immunity|(?<!memory\s)grants?(?!\smanager))\s?(?:agent|manager|officer|secretary|director|mgr\b)/i";
+        let config = parse_str("t.cf", &alloc::format!("body LOTTO {perl}\n")).expect("parse");
+        let set = RuleSet::compile(&config).expect("compile");
+        let Some(RuleKind::Body(pattern)) = config.rules.first().map(|r| &r.kind) else { panic!("a body rule") };
+        let forms = perl::relaxed_forms(&pattern.perl, &SCREEN_RELAXATIONS).expect("relaxes");
+        let crate_bytes = forms.iter().filter_map(|f| {
+            let nfa = build_nfa(&line_local(&parse_hir(f).ok()?, 0)).ok()?;
+            build_dense(&nfa, None, false, SCREEN_BUILD_LIMIT).map(|d| d.memory_usage())
+        });
+        assert!(crate_bytes.min().is_some_and(|b| b > SCREEN_DENSE_LIMIT), "the case needs a screen over the crate limit");
+        let narrow = set.body.patterns.iter().all(|p| matches!(&p.matcher, Matcher::Backtrack { relaxed, .. } if matches!(**relaxed, Matcher::Narrow(_))));
+        assert!(narrow && set.lazy_dfas.is_empty());
+        // (body line, hits)
+        let cases: &[(&str, bool)] = &[
+            ("please contact our claims agent today", true),
+            ("your lucky claim officer", true),
+            ("the winning award director", true),
+            ("a fiduciary manager", true),
+            ("ask for grants officer", true),
+            ("memory grants officer", false),
+            ("grants manager", false),
+            ("the travel agent", false),
+        ];
+        for &(line, want) in cases {
+            let message = alloc::format!("Subject: t\r\n\r\n{line}\r\n");
+            let mut scratch = Scratch::new(&set);
+            assert_eq!(set.scan(message.as_bytes(), &mut scratch).hits().next().is_some(), want, "{line}");
         }
     }
 

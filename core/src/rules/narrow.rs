@@ -181,6 +181,16 @@ impl NarrowDfa {
         })
     }
 
+    /// Bytes `dfa` keeps once compiled: its table in 16-bit rows and the rest, when it
+    /// fits them ([`NarrowDfa::of`]); else its own.
+    pub(crate) fn kept_bytes(dfa: &dense::DFA<Vec<u32>>) -> usize {
+        let mut part = TablePart::new(0, 0);
+        match NarrowDfa::of(dfa, &mut part) {
+            Some(narrow) => narrow.memory_usage() + part.all.len() * 2,
+            None => dfa.memory_usage(),
+        }
+    }
+
     /// Bytes held but its table, which [`NarrowTables`] counts, for the rule set's
     /// automata figure (as the crate's figure for a dense DFA, without the prefilter,
     /// which DFAs with the same literals share).
