@@ -58,7 +58,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 13;
+pub(crate) const AUTOMATA_REVISION: u32 = 14;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -1406,6 +1406,10 @@ impl RuleSet {
             return Err(DisabledReason::Regex(why.clone()));
         }
         let key = pattern_key(b"perl", &p.perl, span, DENSE_LIMIT);
+        // A screen (a relaxed form's DFA) is searched in one pass over the pattern's text: a
+        // `full` pattern's over the whole message, never anchored (from each place its
+        // literals start, a repeat the relaxing opened could walk to the end every time).
+        let screen_span = if span == Span::Message { Span::Whole } else { span };
         // A pattern the cache knows runs on a backtracking program, whether for Perl
         // features DFAs lack or for a dense screen in place of a lazy DFA.
         let backtracking = match backtrack_known(&p.perl, dense) {
@@ -1421,7 +1425,7 @@ impl RuleSet {
                         let dense_limit = (!known_too_big).then_some(DENSE_LIMIT);
                         let built = compile_matcher(&t, key, dense_limit, span, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
                         if let (Matcher::Lazy(_), Ok(mut bt)) = (&built.matcher, perl::backtrack(&p.perl)) {
-                            if let Some(screen) = self.dense_screen(p, span, &built, key, &mut bt, dense)? {
+                            if let Some(screen) = self.dense_screen(p, screen_span, &built, key, &mut bt, dense)? {
                                 return Ok(self.confirmed(screen, bt));
                             }
                         }
@@ -1437,10 +1441,8 @@ impl RuleSet {
             Some(bt) => bt,
             None => backtrack_cached(&p.perl, dense)?,
         };
-        // The relaxed form screens the text over the pattern's span (a `full` one's
-        // anchored where its literals start, as the pattern's own DFA would be). A dense
-        // screen a cache kept was built under the larger limit.
-        let screen_key = pattern_key(b"regex", &bt.relaxed, span, SCREEN_BUILD_LIMIT);
+        // A dense screen a cache kept was built under the larger limit.
+        let screen_key = pattern_key(b"regex", &bt.relaxed, screen_span, SCREEN_BUILD_LIMIT);
         let known_screen = match cached_matcher(&screen_key, &mut self.lazy_dfas, dense)? {
             Lookup::Found(built @ Built { matcher: Matcher::Dense(_), .. }) => Some(built),
             Lookup::Found(_) => {
@@ -1452,17 +1454,17 @@ impl RuleSet {
         };
         let built = match known_screen {
             Some(built) => built,
-            None => build_matcher(&bt.relaxed, span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
+            None => build_matcher(&bt.relaxed, screen_span, DENSE_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?,
         };
         if !decided {
             // A dense screen may keep the counts the relaxed form opened; a cache keeps
             // the choice.
-            if let Some(screen) = self.counting_screen(p, span, &built, &mut bt, dense)? {
+            if let Some(screen) = self.counting_screen(p, screen_span, &built, &mut bt, dense)? {
                 return Ok(self.confirmed(screen, bt));
             }
             // A lazy screen may give way to a looser dense one; a cache keeps the choice.
-            let given_up = pattern_key(b"regex", &bt.relaxed, span, DENSE_LIMIT);
-            if let Some(screen) = self.dense_screen(p, span, &built, given_up, &mut bt, dense)? {
+            let given_up = pattern_key(b"regex", &bt.relaxed, screen_span, DENSE_LIMIT);
+            if let Some(screen) = self.dense_screen(p, screen_span, &built, given_up, &mut bt, dense)? {
                 return Ok(self.confirmed(screen, bt));
             }
         }
