@@ -2373,8 +2373,8 @@ pub(crate) mod tests {
     #[test]
     fn full_dense_screen_table() {
         // `full` patterns whose DFA, even anchored at their literals, is too big: a dense
-        // screen tried where those literals start and the exact program, no lazy DFA
-        // (each would grow a cache in every child).
+        // screen searched over the message and the exact program, no lazy DFA (each
+        // would grow a cache in every child).
         let rules = "full ALT /Content-Type:\\s*multipart\\/alternative[^\\n]{0,100}\\n[\\s\\S]{0,100}Content-Type:\\s*text\\/html/i\n\
                      full EXE /\\bname\\s*=\\s*\"?[^\"\\n]{1,100}\\.(?:exe|scr|pif)\"?\\s*$/mi\n\
                      tflags EXE multiple\n";
