@@ -1552,10 +1552,14 @@ impl RuleSet {
             }
             let screen = build_matcher(relaxed, span, SCREEN_BUILD_LIMIT, &mut self.lazy_dfas, &mut self.prefilters, dense)?;
             let bytes = match &screen.matcher {
-                Matcher::Dense(dfa) if dfa.memory_usage() <= SCREEN_DENSE_LIMIT => dfa.memory_usage(),
-                // Larger as the crate keeps it, small enough in 16-bit rows; for a pattern
-                // behind prefilter literals only (an unfiltered one would join a dense union).
-                Matcher::Dense(dfa) if filtered => Some(NarrowDfa::kept_bytes(dfa)).filter(|&b| b <= SCREEN_DENSE_LIMIT).unwrap_or(usize::MAX),
+                // Forms are ranked by the crate's bytes; one larger than the limit there may
+                // still fit it in 16-bit rows, for a pattern behind prefilter literals only
+                // (an unfiltered one would join a dense union).
+                Matcher::Dense(dfa)
+                    if dfa.memory_usage() <= SCREEN_DENSE_LIMIT || (filtered && NarrowDfa::kept_bytes(dfa) <= SCREEN_DENSE_LIMIT) =>
+                {
+                    dfa.memory_usage()
+                }
                 Matcher::Dense(_) | Matcher::Narrow(_) => usize::MAX,
                 Matcher::Lazy(_) | Matcher::Repeat(_) => {
                     self.lazy_dfas.pop();
