@@ -688,10 +688,16 @@ const SLAB_BYTES: usize = 1 << 20;
 /// Mappings one arena may hold (slabs and large blocks).
 const MAX_REGIONS: usize = 8192;
 const PAGE: usize = 4096;
-/// A child's freed class blocks of this size or more give their pages back but the
-/// first (which holds the free list's link): a buffer one large message grew does not
-/// stay resident in every child.
-const GIVE_BACK_BLOCK: usize = 4 * PAGE;
+/// A child's freed class blocks of this size or more give their pages back: the
+/// buffers one large message grew do not stay resident in every child. Smaller (one
+/// page) blocks are freed and grown again by most messages.
+const GIVE_BACK_BLOCK: usize = 2 * PAGE;
+/// The first size class whose blocks are whole pages.
+const FIRST_PAGED_CLASS: usize = (PAGE.trailing_zeros() - SMALLEST_CLASS.trailing_zeros()) as usize;
+const PAGED_CLASSES: usize = CLASSES - FIRST_PAGED_CLASS;
+/// Blocks given back a paged class keeps track of; past them a freed block keeps its
+/// first page, which then holds the free list's link.
+const GIVEN_BACK_SLOTS: usize = 64;
 
 struct Arena {
     free: [*mut u8; CLASSES],
@@ -701,6 +707,10 @@ struct Arena {
     count: usize,
     /// Freed class blocks this large or more give their pages back.
     give_back: usize,
+    /// By paged class, freed blocks whose pages went back (none of their bytes holds
+    /// a link, so none stays resident), and how many.
+    given_back: [[usize; GIVEN_BACK_SLOTS]; PAGED_CLASSES],
+    given_back_count: [usize; PAGED_CLASSES],
 }
 
 /// An arena behind a spin lock (the master is one thread once it uses its arena).
@@ -736,6 +746,8 @@ impl Arena {
         regions: [(0, 0); MAX_REGIONS],
         count: 0,
         give_back: usize::MAX,
+        given_back: [[0; GIVEN_BACK_SLOTS]; PAGED_CLASSES],
+        given_back_count: [0; PAGED_CLASSES],
     };
 
     fn class_of(layout: Layout) -> Option<usize> {
@@ -761,33 +773,61 @@ impl Arena {
     }
 
     fn alloc(&mut self, layout: Layout) -> *mut u8 {
+        self.alloc_fresh(layout).0
+    }
+
+    /// A block, and whether it was never used (fresh pages read as zero).
+    fn alloc_fresh(&mut self, layout: Layout) -> (*mut u8, bool) {
         match Arena::class_of(layout) {
             Some(c) => {
                 let head = self.free[c];
                 if !head.is_null() {
                     // SAFETY: a freed block of this class holds the next free block's address.
                     self.free[c] = unsafe { head.cast::<*mut u8>().read() };
-                    return head;
+                    return (head, false);
+                }
+                if let Some(block) = self.take_given_back(c) {
+                    return (block as *mut u8, false);
                 }
                 let size = SMALLEST_CLASS << c;
                 if self.next[c] + size > self.end[c] {
                     let slab = self.map(SLAB_BYTES);
                     if slab.is_null() {
-                        return slab;
+                        return (slab, false);
                     }
                     self.next[c] = slab as usize;
                     self.end[c] = slab as usize + SLAB_BYTES;
                 }
                 let block = self.next[c];
                 self.next[c] += size;
-                block as *mut u8
+                (block as *mut u8, true)
             }
             None if layout.align() <= PAGE => match layout.size().checked_next_multiple_of(PAGE) {
-                Some(len) => self.map(len),
-                None => std::ptr::null_mut(),
+                Some(len) => (self.map(len), true),
+                None => (std::ptr::null_mut(), false),
             },
-            None => std::ptr::null_mut(),
+            None => (std::ptr::null_mut(), false),
         }
+    }
+
+    /// Records freed block `addr` of class `c` as given back whole; false when the
+    /// class is not paged or its slots are full.
+    fn keep_given_back(&mut self, c: usize, addr: usize) -> bool {
+        let Some(p) = c.checked_sub(FIRST_PAGED_CLASS) else { return false };
+        let (Some(slots), Some(n)) = (self.given_back.get_mut(p), self.given_back_count.get_mut(p)) else { return false };
+        let Some(slot) = slots.get_mut(*n) else { return false };
+        *slot = addr;
+        *n += 1;
+        true
+    }
+
+    /// A block of class `c` given back when freed, if one is left.
+    fn take_given_back(&mut self, c: usize) -> Option<usize> {
+        let p = c.checked_sub(FIRST_PAGED_CLASS)?;
+        let (slots, n) = (self.given_back.get(p)?, self.given_back_count.get_mut(p)?);
+        let block = slots.get(n.checked_sub(1)?).copied()?;
+        *n -= 1;
+        Some(block)
     }
 
     /// The index of the region holding `ptr`; `None` for the master's blocks.
@@ -809,11 +849,16 @@ impl Arena {
             Some(c) => {
                 let size = SMALLEST_CLASS << c;
                 if size >= self.give_back {
-                    // SAFETY: the block's pages past its first are ours, page-aligned (a
-                    // block is aligned to its size within a page-aligned slab) and no
-                    // longer in use; they read as zero when next touched. Advisory: should
+                    let whole = self.keep_given_back(c, ptr as usize);
+                    let kept = if whole { 0 } else { PAGE };
+                    // SAFETY: the block's pages (past the first when that holds the free
+                    // list's link) are ours, page-aligned (a block is aligned to its size
+                    // within a page-aligned slab) and no longer in use. Advisory: should
                     // it fail, the pages merely stay resident.
-                    unsafe { libc::madvise(ptr.add(PAGE).cast(), size - PAGE, libc::MADV_DONTNEED) };
+                    unsafe { libc::madvise(ptr.add(kept).cast(), size - kept, libc::MADV_DONTNEED) };
+                    if whole {
+                        return true;
+                    }
                 }
                 // SAFETY: the block is at least 16 bytes, ours, and no longer in use.
                 unsafe { ptr.cast::<*mut u8>().write(self.free[c]) };
@@ -867,10 +912,11 @@ unsafe impl GlobalAlloc for ForkAllocator {
             Allocations::MasterArena => &MASTER_ARENA,
             Allocations::ChildArena => &CHILD_ARENA,
         };
-        let p = arena.with(|a| a.alloc(layout));
-        // A large block is a fresh mapping, zero already: writing it would make every
-        // page resident (a request buffer sized for --max-size).
-        if !p.is_null() && Arena::class_of(layout).is_some() {
+        let (p, fresh) = arena.with(|a| a.alloc_fresh(layout));
+        // A block never used (a large block's own mapping, a class block new from its
+        // slab) is zero already: writing it would make its pages resident when most
+        // stay unused (a request buffer sized for --max-size, tables by rule count).
+        if !p.is_null() && !fresh {
             // SAFETY: p is a block of at least layout.size() bytes.
             unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
         }
@@ -1103,29 +1149,109 @@ mod tests {
 
     #[test]
     fn freed_blocks_give_back_table() {
-        let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
-        // (block size, pages past the first given back when freed)
-        let cases: &[(usize, bool)] = &[(64, false), (8192, false), (16384, true), (32768, true)];
-        for &(size, given) in cases {
-            let layout = Layout::from_size_align(size, 8).expect("layout");
-            let a = arena.alloc(layout);
-            assert!(!a.is_null(), "{size}");
-            // SAFETY: a is a block of `size` bytes.
-            unsafe { std::ptr::write_bytes(a, 0xa5, size) };
-            arena.dealloc(a, layout);
-            // SAFETY: the freed block stays mapped in the arena's slab; reading it is
-            // reading the test's own memory.
-            let bytes = unsafe { std::slice::from_raw_parts(a, size) };
-            let first = size.min(PAGE);
-            assert!(bytes[8..first].iter().all(|&b| b == 0xa5), "{size}: the first page holds the free list's link, the rest kept");
-            let rest_kept = bytes[first..].iter().all(|&b| b == 0xa5);
-            if cfg!(target_os = "linux") && size > PAGE {
-                assert_eq!(!rest_kept, given, "{size}: given back (zero on Linux)");
-            }
-            assert_eq!(arena.alloc(layout), a, "{size}: the block is reused");
+        /// What stays resident of a freed block.
+        #[derive(Debug, PartialEq)]
+        enum Kept {
+            /// All of it: the free list's link in its first bytes, the rest as written.
+            Whole,
+            /// Its first page, which holds the link.
+            FirstPage,
+            /// Nothing.
+            Nothing,
         }
-        let (regions, count) = (arena.regions, arena.count);
-        for &(start, len) in &regions[..count] {
+        // (block size, blocks freed, what stays of each of the first GIVEN_BACK_SLOTS
+        // freed, what stays of each freed after them)
+        let many = GIVEN_BACK_SLOTS + 2;
+        let cases = [
+            (64, 3, Kept::Whole, Kept::Whole),
+            (4096, 3, Kept::Whole, Kept::Whole),
+            (8192, 3, Kept::Nothing, Kept::Nothing),
+            (16384, 2, Kept::Nothing, Kept::Nothing),
+            (32768, 2, Kept::Nothing, Kept::Nothing),
+            // Past the class's slots a block keeps the page its link is written in.
+            (8192, many, Kept::Nothing, Kept::FirstPage),
+            (64, many, Kept::Whole, Kept::Whole),
+        ];
+        for (size, count, within, past) in cases {
+            let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
+            let layout = Layout::from_size_align(size, 8).expect("layout");
+            let blocks: Vec<*mut u8> = (0..count).map(|_| arena.alloc(layout)).collect();
+            for &a in &blocks {
+                assert!(!a.is_null(), "{size}");
+                // SAFETY: a is a block of `size` bytes.
+                unsafe { std::ptr::write_bytes(a, 0xa5, size) };
+            }
+            for &a in &blocks {
+                arena.dealloc(a, layout);
+            }
+            for (i, &a) in blocks.iter().enumerate() {
+                // SAFETY: the freed block stays mapped in the arena's slab; reading it is
+                // reading the test's own memory.
+                let bytes = unsafe { std::slice::from_raw_parts(a, size) };
+                let first = size.min(PAGE);
+                let written = |r: &[u8]| r.iter().all(|&b| b == 0xa5);
+                let seen = if written(&bytes[8..]) {
+                    Kept::Whole
+                } else if written(&bytes[8..first]) {
+                    Kept::FirstPage
+                } else {
+                    Kept::Nothing
+                };
+                // Pages given back read as zero on Linux; elsewhere they may keep their bytes.
+                if cfg!(target_os = "linux") {
+                    let kept = if i < GIVEN_BACK_SLOTS { &within } else { &past };
+                    assert_eq!(&seen, kept, "{size}: block {i} of {count}");
+                }
+            }
+            let mut again: Vec<*mut u8> = (0..count).map(|_| arena.alloc(layout)).collect();
+            let mut freed = blocks.clone();
+            again.sort();
+            freed.sort();
+            assert_eq!(again, freed, "{size}: every freed block is reused, none carved anew");
+            let (regions, n) = (arena.regions, arena.count);
+            for &(start, len) in &regions[..n] {
+                // SAFETY: the test's own mappings, no longer used.
+                unsafe { libc::munmap(start as *mut libc::c_void, len) };
+            }
+        }
+    }
+
+    #[test]
+    fn zeroed_blocks_table() {
+        let _mode = MODE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // (size): a zeroed block reads zero whether new or reused; only a new one is
+        // left unwritten.
+        let sizes = [48, 4096, 8192, 32768, 100_000];
+        let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
+        for size in sizes {
+            let layout = Layout::from_size_align(size, 8).expect("layout");
+            let (a, fresh) = arena.alloc_fresh(layout);
+            assert!(fresh, "{size}: new");
+            arena.dealloc(a, layout);
+            let (b, fresh) = arena.alloc_fresh(layout);
+            let class = Arena::class_of(layout).is_some();
+            assert_eq!(fresh, !class, "{size}: a class block is reused, a large one mapped anew");
+            assert!(!class || b == a, "{size}: the freed block");
+            arena.dealloc(b, layout);
+        }
+        set_allocations(Allocations::ChildArena);
+        for size in sizes {
+            let layout = Layout::from_size_align(size, 8).expect("layout");
+            for round in 0..2 {
+                // SAFETY: a non-zero layout.
+                let p = unsafe { ForkAllocator.alloc_zeroed(layout) };
+                assert!(!p.is_null(), "{size}");
+                // SAFETY: p is `size` writable bytes.
+                let bytes = unsafe { std::slice::from_raw_parts_mut(p, size) };
+                assert!(bytes.iter().all(|&b| b == 0), "{size}: round {round} reads zero");
+                bytes.fill(0xa5);
+                // SAFETY: a live block of this layout.
+                unsafe { ForkAllocator.dealloc(p, layout) };
+            }
+        }
+        set_allocations(Allocations::System);
+        let (regions, n) = (arena.regions, arena.count);
+        for &(start, len) in &regions[..n] {
             // SAFETY: the test's own mappings, no longer used.
             unsafe { libc::munmap(start as *mut libc::c_void, len) };
         }
