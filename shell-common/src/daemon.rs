@@ -815,19 +815,21 @@ fn worker(
 }
 
 /// What a child keeps between messages of each scan buffer a message grows. Past it a
-/// buffer is freed, and a freed block of two pages or more gives its pages back
-/// ([`sys::ForkAllocator`]): at 8 KiB a working child of the embedded rules held about
-/// twenty such buffers, 650 KiB in all.
+/// buffer is freed, and freed blocks of two pages or more give their pages back
+/// ([`sys::give_back_freed`]): at 8 KiB, with blocks of four pages and more giving back
+/// all but their first, a working child of the embedded rules held about 650 KiB.
 const REST_BUFFER: usize = 4 * 1024;
 /// What a child keeps resident of the request buffer: 11% of the public corpus's
 /// messages are larger, so the pages past it go back after them (one syscall each).
 const REST_REQUEST: usize = 8 * 1024;
 
-/// Gives back what a large message grew: every scan buffer past [`REST_BUFFER`] and,
-/// after a request of more than [`REST_REQUEST`], the request buffer's pages past it (a
-/// compressed body also touched its end). Typical mail makes no syscall here.
+/// Gives back what a large message grew: every scan buffer past [`REST_BUFFER`], the
+/// pages of freed blocks and, after a request of more than [`REST_REQUEST`], the request
+/// buffer's pages past it (a compressed body also touched its end). Typical mail makes
+/// no syscall here.
 fn release_after_large(received: usize, buf: &mut [u8], scratch: &mut Scratch) {
     scratch.release_buffers_above(REST_BUFFER);
+    sys::give_back_freed();
     if received > REST_REQUEST {
         if let Some(tail) = buf.get_mut(REST_REQUEST..) {
             let _ = sys::release_pages(tail);

@@ -670,6 +670,18 @@ fn allocations() -> Allocations {
     }
 }
 
+/// Gives back the pages of the blocks of two pages or more a child freed since it last
+/// did (the buffers a large message grew): one syscall a run of adjacent blocks, between
+/// messages, rather than one a block while a message grows buffers that reuse them.
+/// Returns the runs; none outside a child's arena.
+pub fn give_back_freed() -> usize {
+    if allocations() == Allocations::ChildArena {
+        CHILD_ARENA.with(Arena::give_back_freed)
+    } else {
+        0
+    }
+}
+
 /// siftd's global allocator: the system's while rules compile; size classes and large
 /// blocks on pages of their own for the master's event loop and for each child
 /// (see [`Allocations`]).
@@ -688,15 +700,16 @@ const SLAB_BYTES: usize = 1 << 20;
 /// Mappings one arena may hold (slabs and large blocks).
 const MAX_REGIONS: usize = 8192;
 const PAGE: usize = 4096;
-/// A child's freed class blocks of this size or more give their pages back: the
-/// buffers one large message grew do not stay resident in every child. Smaller (one
-/// page) blocks are freed and grown again by most messages.
+/// A child's freed class blocks of this size or more give their pages back between
+/// messages ([`give_back_freed`]): the buffers one large message grew do not stay
+/// resident in every child. Smaller (one page) blocks are freed and grown again by most
+/// messages.
 const GIVE_BACK_BLOCK: usize = 2 * PAGE;
 /// The first size class whose blocks are whole pages.
 const FIRST_PAGED_CLASS: usize = (PAGE.trailing_zeros() - SMALLEST_CLASS.trailing_zeros()) as usize;
 const PAGED_CLASSES: usize = CLASSES - FIRST_PAGED_CLASS;
-/// Blocks given back a paged class keeps track of; past them a freed block keeps its
-/// first page, which then holds the free list's link.
+/// Blocks given back a paged class keeps track of; past them freed blocks stay resident
+/// on the free list.
 const GIVEN_BACK_SLOTS: usize = 64;
 
 struct Arena {
@@ -708,7 +721,7 @@ struct Arena {
     /// Freed class blocks this large or more give their pages back.
     give_back: usize,
     /// By paged class, freed blocks whose pages went back (none of their bytes holds
-    /// a link, so none stays resident), and how many.
+    /// a link, so no page of theirs stays resident), and how many.
     given_back: [[usize; GIVEN_BACK_SLOTS]; PAGED_CLASSES],
     given_back_count: [usize; PAGED_CLASSES],
 }
@@ -810,15 +823,43 @@ impl Arena {
         }
     }
 
-    /// Records freed block `addr` of class `c` as given back whole; false when the
-    /// class is not paged or its slots are full.
-    fn keep_given_back(&mut self, c: usize, addr: usize) -> bool {
-        let Some(p) = c.checked_sub(FIRST_PAGED_CLASS) else { return false };
-        let (Some(slots), Some(n)) = (self.given_back.get_mut(p), self.given_back_count.get_mut(p)) else { return false };
-        let Some(slot) = slots.get_mut(*n) else { return false };
-        *slot = addr;
-        *n += 1;
-        true
+    /// Gives back the pages of the freed blocks of [`Arena::give_back`] bytes or more,
+    /// moving them off the free lists; one syscall for each run of adjacent blocks.
+    /// Returns the runs.
+    fn give_back_freed(&mut self) -> usize {
+        let mut runs = 0;
+        for (p, (slots, count)) in self.given_back.iter_mut().zip(self.given_back_count.iter_mut()).enumerate() {
+            let c = FIRST_PAGED_CLASS + p;
+            let size = SMALLEST_CLASS << c;
+            if size < self.give_back {
+                continue;
+            }
+            let start = *count;
+            while let (false, Some(slot)) = (self.free[c].is_null(), slots.get_mut(*count)) {
+                let head = self.free[c];
+                // SAFETY: a freed block of this class holds the next free block's address.
+                self.free[c] = unsafe { head.cast::<*mut u8>().read() };
+                *slot = head as usize;
+                *count += 1;
+            }
+            let Some(moved) = slots.get_mut(start..*count) else { continue };
+            moved.sort_unstable();
+            let mut i = 0;
+            while let Some(&first) = moved.get(i) {
+                let mut end = first + size;
+                i += 1;
+                while moved.get(i) == Some(&end) {
+                    end += size;
+                    i += 1;
+                }
+                // SAFETY: the blocks first..end are ours, page-aligned (a block is aligned
+                // to its size within a page-aligned slab), adjacent and no longer in use.
+                // Advisory: should it fail, the pages merely stay resident.
+                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+                runs += 1;
+            }
+        }
+        runs
     }
 
     /// A block of class `c` given back when freed, if one is left.
@@ -847,19 +888,6 @@ impl Arena {
         };
         match Arena::class_of(layout) {
             Some(c) => {
-                let size = SMALLEST_CLASS << c;
-                if size >= self.give_back {
-                    let whole = self.keep_given_back(c, ptr as usize);
-                    let kept = if whole { 0 } else { PAGE };
-                    // SAFETY: the block's pages (past the first when that holds the free
-                    // list's link) are ours, page-aligned (a block is aligned to its size
-                    // within a page-aligned slab) and no longer in use. Advisory: should
-                    // it fail, the pages merely stay resident.
-                    unsafe { libc::madvise(ptr.add(kept).cast(), size - kept, libc::MADV_DONTNEED) };
-                    if whole {
-                        return true;
-                    }
-                }
                 // SAFETY: the block is at least 16 bytes, ours, and no longer in use.
                 unsafe { ptr.cast::<*mut u8>().write(self.free[c]) };
                 self.free[c] = ptr;
@@ -1154,25 +1182,25 @@ mod tests {
         enum Kept {
             /// All of it: the free list's link in its first bytes, the rest as written.
             Whole,
-            /// Its first page, which holds the link.
-            FirstPage,
             /// Nothing.
             Nothing,
         }
-        // (block size, blocks freed, what stays of each of the first GIVEN_BACK_SLOTS
-        // freed, what stays of each freed after them)
+        // (block size, blocks freed, freed in reverse, what stays of each of the last
+        // GIVEN_BACK_SLOTS freed, of each freed before them, syscalls to give them back)
         let many = GIVEN_BACK_SLOTS + 2;
         let cases = [
-            (64, 3, Kept::Whole, Kept::Whole),
-            (4096, 3, Kept::Whole, Kept::Whole),
-            (8192, 3, Kept::Nothing, Kept::Nothing),
-            (16384, 2, Kept::Nothing, Kept::Nothing),
-            (32768, 2, Kept::Nothing, Kept::Nothing),
-            // Past the class's slots a block keeps the page its link is written in.
-            (8192, many, Kept::Nothing, Kept::FirstPage),
-            (64, many, Kept::Whole, Kept::Whole),
+            (64, 3, false, Kept::Whole, Kept::Whole, 0),
+            (4096, 3, false, Kept::Whole, Kept::Whole, 0),
+            // Adjacent blocks go back in one run, whatever order they were freed in.
+            (8192, 3, false, Kept::Nothing, Kept::Nothing, 1),
+            (8192, 3, true, Kept::Nothing, Kept::Nothing, 1),
+            (16384, 2, false, Kept::Nothing, Kept::Nothing, 1),
+            (32768, 2, true, Kept::Nothing, Kept::Nothing, 1),
+            // Past the class's slots blocks stay on the free list.
+            (8192, many, false, Kept::Nothing, Kept::Whole, 1),
+            (64, many, false, Kept::Whole, Kept::Whole, 0),
         ];
-        for (size, count, within, past) in cases {
+        for (size, count, reverse, within, past, runs) in cases {
             let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
             let layout = Layout::from_size_align(size, 8).expect("layout");
             let blocks: Vec<*mut u8> = (0..count).map(|_| arena.alloc(layout)).collect();
@@ -1181,28 +1209,30 @@ mod tests {
                 // SAFETY: a is a block of `size` bytes.
                 unsafe { std::ptr::write_bytes(a, 0xa5, size) };
             }
-            for &a in &blocks {
+            let mut order = blocks.clone();
+            if reverse {
+                order.reverse();
+            }
+            for &a in &order {
                 arena.dealloc(a, layout);
             }
-            for (i, &a) in blocks.iter().enumerate() {
+            let written = |a: *mut u8| {
                 // SAFETY: the freed block stays mapped in the arena's slab; reading it is
                 // reading the test's own memory.
                 let bytes = unsafe { std::slice::from_raw_parts(a, size) };
-                let first = size.min(PAGE);
-                let written = |r: &[u8]| r.iter().all(|&b| b == 0xa5);
-                let seen = if written(&bytes[8..]) {
-                    Kept::Whole
-                } else if written(&bytes[8..first]) {
-                    Kept::FirstPage
-                } else {
-                    Kept::Nothing
-                };
+                bytes[8..].iter().all(|&b| b == 0xa5)
+            };
+            assert!(blocks.iter().all(|&a| written(a)), "{size}: a free does not give back");
+            assert_eq!(arena.give_back_freed(), runs, "{size} x{count}: syscalls");
+            for (i, &a) in order.iter().enumerate() {
+                let seen = if written(a) { Kept::Whole } else { Kept::Nothing };
                 // Pages given back read as zero on Linux; elsewhere they may keep their bytes.
                 if cfg!(target_os = "linux") {
-                    let kept = if i < GIVEN_BACK_SLOTS { &within } else { &past };
+                    let kept = if i + GIVEN_BACK_SLOTS >= count { &within } else { &past };
                     assert_eq!(&seen, kept, "{size}: block {i} of {count}");
                 }
             }
+            assert_eq!(arena.give_back_freed(), 0, "{size}: nothing freed since");
             let mut again: Vec<*mut u8> = (0..count).map(|_| arena.alloc(layout)).collect();
             let mut freed = blocks.clone();
             again.sort();
