@@ -658,6 +658,8 @@ struct FdStream<'b> {
     out: &'b mut Vec<u8>,
     /// Bytes read from the connection.
     received: usize,
+    /// Bytes written to the connection.
+    sent: usize,
 }
 
 /// Most bytes gathered before a write.
@@ -685,6 +687,7 @@ impl embedded_io::Read for FdStream<'_> {
 
 impl embedded_io::Write for FdStream<'_> {
     fn write(&mut self, buf: &[u8]) -> Result<usize, io::Error> {
+        self.sent = self.sent.saturating_add(buf.len());
         if self.out.len() + buf.len() > OUT_BUFFER && !self.out.is_empty() {
             self.send_gathered()?;
         }
@@ -759,7 +762,7 @@ fn worker(
             }
         };
         out.clear();
-        let mut stream = FdStream { fd: conn.as_raw_fd(), out: &mut out, received: 0 };
+        let mut stream = FdStream { fd: conn.as_raw_fd(), out: &mut out, received: 0, sent: 0 };
         let started = Instant::now();
         let mut record = Record::new(RecordKind::NoVerdict, pid, 0);
         match proto::read_request(&mut stream, &mut buf, &shared.limits, &mut inflater) {
@@ -801,7 +804,7 @@ fn worker(
             }
             Err(ReadError::Io(e)) => log.error(&format!("reading a request: {e}")),
         }
-        let received = stream.received;
+        let (received, sent) = (stream.received, stream.sent);
         seq = seq.wrapping_add(1);
         record.seq = seq;
         // The record goes before the close: the master then knows this child is idle
@@ -810,7 +813,7 @@ fn worker(
             return 0;
         }
         drop(conn);
-        release_after_large(received, &mut buf, &mut scratch);
+        release_after_large((received, sent), &mut buf, &mut out, &mut scratch);
     }
 }
 
@@ -819,21 +822,25 @@ fn worker(
 /// ([`sys::give_back_freed`]): at 8 KiB, with blocks of four pages and more giving back
 /// all but their first, a working child of the embedded rules held about 650 KiB.
 const REST_BUFFER: usize = 4 * 1024;
-/// What a child keeps resident of the request buffer: 11% of the public corpus's
-/// messages are larger, so the pages past it go back after them (one syscall each).
+/// What a child keeps resident of the request and response buffers: 11% of the public
+/// corpus's messages are larger, so the pages past it go back after them (one syscall
+/// each; a rewritten message's response is as large).
 const REST_REQUEST: usize = 8 * 1024;
 
 /// Gives back what a large message grew: every scan buffer past [`REST_BUFFER`], the
-/// pages of freed blocks and, after a request of more than [`REST_REQUEST`], the request
-/// buffer's pages past it (a compressed body also touched its end). Typical mail makes
-/// no syscall here.
-fn release_after_large(received: usize, buf: &mut [u8], scratch: &mut Scratch) {
+/// pages of freed blocks and, after a request (or response) of more than
+/// [`REST_REQUEST`] bytes, the request (response) buffer's pages past it (a compressed
+/// body also touched the request buffer's end). Typical mail makes no syscall here.
+fn release_after_large((received, sent): (usize, usize), buf: &mut [u8], out: &mut Vec<u8>, scratch: &mut Scratch) {
     scratch.release_buffers_above(REST_BUFFER);
     sys::give_back_freed();
     if received > REST_REQUEST {
         if let Some(tail) = buf.get_mut(REST_REQUEST..) {
             let _ = sys::release_pages(tail);
         }
+    }
+    if sent > REST_REQUEST {
+        let _ = sys::release_spare_pages(out, REST_REQUEST);
     }
 }
 

@@ -148,13 +148,33 @@ pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
 /// contents afterwards are unspecified bytes (zero on Linux); the buffer stays usable.
 pub fn release_pages(buf: &mut [u8]) -> io::Result<()> {
     let start = buf.as_mut_ptr() as usize;
+    // SAFETY: the range is `buf`, which we hold mutably; afterwards its pages read as
+    // some bytes (zero or unchanged), every one a valid u8.
+    unsafe { release_range(start, start + buf.len()) }
+}
+
+/// Empties `v` and hands back the whole pages of its allocation past its first `keep`
+/// bytes: a buffer one large response filled keeps only what typical ones touch.
+pub fn release_spare_pages(v: &mut Vec<u8>, keep: usize) -> io::Result<()> {
+    v.clear();
+    let start = v.as_mut_ptr() as usize;
+    // SAFETY: the range lies in `v`'s allocation, which we hold mutably and which holds
+    // no element now: its bytes are read only after being written again.
+    unsafe { release_range(start + keep.min(v.capacity()), start + v.capacity()) }
+}
+
+/// `MADV_DONTNEED` on the whole pages inside `start..end`.
+///
+/// # Safety
+/// The range must be memory the caller owns and holds no reference into, whose bytes
+/// may change to any value (zero on Linux).
+unsafe fn release_range(start: usize, end: usize) -> io::Result<()> {
     let first = start.div_ceil(PAGE);
-    let last = (start + buf.len()) / PAGE;
+    let last = end / PAGE;
     if last <= first {
         return Ok(());
     }
-    // SAFETY: the range is whole pages inside `buf`, which we hold mutably; afterwards
-    // they read as some bytes (zero or unchanged), every one a valid u8.
+    // SAFETY: whole pages inside the caller's range, which the caller vouches for.
     let r = unsafe { libc::madvise((first * PAGE) as *mut libc::c_void, (last - first) * PAGE, libc::MADV_DONTNEED) };
     if r != 0 {
         return Err(io::Error::last_os_error());
@@ -1170,6 +1190,31 @@ mod tests {
                     assert_eq!(b, 0xa5, "{start}..{end}: byte {i} kept");
                 } else if cfg!(target_os = "linux") {
                     assert_eq!(b, 0, "{start}..{end}: byte {i} given back (zero on Linux)");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn release_spare_pages_table() {
+        // (bytes kept): the buffer empties, keeps its allocation, and the whole pages
+        // of it past the kept bytes go back (zero on Linux).
+        for keep in [0, 100, PAGE, 3 * PAGE + 1, 16 * PAGE, 64 * PAGE] {
+            let mut v: Vec<u8> = Vec::with_capacity(16 * PAGE);
+            v.resize(16 * PAGE, 0xa5);
+            let (base, capacity) = (v.as_ptr() as usize, v.capacity());
+            release_spare_pages(&mut v, keep).expect("madvise");
+            assert_eq!((v.len(), v.capacity(), v.as_ptr() as usize), (0, capacity, base), "{keep}");
+            // SAFETY: the allocation's bytes, all written above; reading them as u8 is
+            // reading the test's own memory.
+            let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr(), capacity) };
+            let first = (base + keep.min(capacity)).div_ceil(PAGE) * PAGE - base;
+            let last = (base + capacity) / PAGE * PAGE - base;
+            for (i, &b) in bytes.iter().enumerate() {
+                if i < first || i >= last {
+                    assert_eq!(b, 0xa5, "{keep}: byte {i} kept");
+                } else if cfg!(target_os = "linux") {
+                    assert_eq!(b, 0, "{keep}: byte {i} given back");
                 }
             }
         }

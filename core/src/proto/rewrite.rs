@@ -601,8 +601,15 @@ fn push_unfolded(value: &[u8], out: &mut Vec<u8>) {
 // ---------------------------------------------------------------------------
 // _PREVIEW_
 
-/// The body as a plain-text rendering when no rendered text is at hand: text/plain
-/// bodies in 7bit/8bit only, one paragraph per line, an empty first (Subject) line.
+/// Paragraphs a content preview takes after the Subject line.
+const PREVIEW_PARAGRAPHS: usize = 3;
+/// Bytes of a paragraph a content preview keeps; longer ones end in ` [...]`.
+const PREVIEW_LINE: usize = 200;
+
+/// The start of the body as a plain-text rendering when no rendered text is at hand:
+/// text/plain bodies in 7bit/8bit only, one paragraph per line, an empty first
+/// (Subject) line. Only what a preview can show: [`PREVIEW_PARAGRAPHS`] paragraphs,
+/// each cut one byte past [`PREVIEW_LINE`], so that a large message is not copied.
 fn fallback_body_text(msg: &Split<'_>, out: &mut Vec<u8>) {
     out.push(b'\n');
     if msg.pristine(b"Content-Type").is_some_and(|ct| !contains_ignore_case(ct.bytes, b"text/plain")) {
@@ -614,6 +621,7 @@ fn fallback_body_text(msg: &Split<'_>, out: &mut Vec<u8>) {
         return;
     }
     let mut in_paragraph = false;
+    let (mut paragraphs, mut kept) = (0, 0);
     for line in lines(msg.body) {
         let text = line.strip_suffix(b"\n").unwrap_or(line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -621,13 +629,24 @@ fn fallback_body_text(msg: &Split<'_>, out: &mut Vec<u8>) {
             if in_paragraph {
                 out.push(b'\n');
                 in_paragraph = false;
+                paragraphs += 1;
             }
             continue;
         }
-        if in_paragraph {
-            out.push(b' ');
+        if paragraphs == PREVIEW_PARAGRAPHS {
+            break;
         }
-        out.extend_from_slice(text);
+        // `kept`: the paragraph's bytes so far, at most PREVIEW_LINE + 1.
+        if !in_paragraph {
+            kept = 0;
+        } else if kept <= PREVIEW_LINE {
+            out.push(b' ');
+            kept += 1;
+        }
+        let room = (PREVIEW_LINE + 1).saturating_sub(kept);
+        let taken = text.get(..room.min(text.len())).unwrap_or_default();
+        out.extend_from_slice(taken);
+        kept += taken.len();
         in_paragraph = true;
     }
     if in_paragraph {
@@ -680,19 +699,19 @@ fn content_preview<V: VerdictView + ?Sized>(v: &V, msg: &Split<'_>, text: &mut V
             text
         }
     };
-    // Up to three paragraphs after the Subject line, until 200 bytes.
+    // Up to three paragraphs after the Subject line, until 200 bytes; of each, what the
+    // cut below keeps (a longer line stops the loop as the whole one would).
     let mut s = core::mem::take(preview);
     s.clear();
-    let mut numlines = 3;
+    let mut numlines = PREVIEW_PARAGRAPHS;
     for line in lines(source).skip(1) {
-        if s.len() >= 200 || numlines == 0 {
+        if s.len() >= PREVIEW_LINE || numlines == 0 {
             break;
         }
         numlines -= 1;
-        s.extend_from_slice(line);
-        if !line.ends_with(b"\n") {
-            s.push(b'\n');
-        }
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        s.extend_from_slice(body.get(..PREVIEW_LINE + 1).unwrap_or(body));
+        s.push(b'\n');
     }
     // s/^(.{200}).+$/$1 [...]/gm
     let mut cut = Vec::new();
@@ -700,8 +719,8 @@ fn content_preview<V: VerdictView + ?Sized>(v: &V, msg: &Split<'_>, text: &mut V
     cut.clear();
     for line in lines(&s) {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
-        if body.len() > 200 {
-            cut.extend_from_slice(body.get(..200).unwrap_or(body));
+        if body.len() > PREVIEW_LINE {
+            cut.extend_from_slice(body.get(..PREVIEW_LINE).unwrap_or(body));
             cut.extend_from_slice(b" [...]");
             if line.len() > body.len() {
                 cut.push(b'\n');

@@ -328,3 +328,39 @@ fn warm_rewrite_allocates_nothing() {
     let info = allocation_counter::measure(|| run(&mut scratch, &mut out));
     assert_eq!(info.count_total, 0, "{info:?}");
 }
+
+#[test]
+fn preview_reads_only_the_start_of_a_large_body_table() {
+    // (rendered body text or None for a plain message, the large body, the same body
+    // with each paragraph cut one byte past 200 and past the third): both preview
+    // alike, and the large one leaves the buffers small.
+    let y = "y".repeat(300_000);
+    let (q, r) = ("q".repeat(150), "r".repeat(150));
+    let cases: Vec<(bool, String, String)> = vec![
+        (true, std::format!("S\n{y}\nnext\n"), std::format!("S\n{}\nnext\n", &y[..201])),
+        (true, std::format!("S\n{}\n{y}\n", "z".repeat(200)), std::format!("S\n{}\n{}\n", "z".repeat(200), &y[..201])),
+        (false, std::format!("Subject: a\n\n{y}\n\nnext\n"), std::format!("Subject: a\n\n{}\n\nnext\n", &y[..201])),
+        // A paragraph's lines join with a space before the cut.
+        (false, std::format!("Subject: a\n\n{q}\n{r}\n\nnext\n"), std::format!("Subject: a\n\n{q}\n{}\n\nnext\n", &r[..50])),
+        (false, std::format!("Subject: a\n\no\n\nt\n\n{y}\nx\n\nfour\n{y}\n"), std::format!("Subject: a\n\no\n\nt\n\n{}\n", &y[..201])),
+    ];
+    let settings = RewriteSettings::stock();
+    let env = env();
+    for (rendered, large, cut) in &cases {
+        let preview_of = |text: &str, bufs: &mut (Vec<u8>, Vec<u8>, Vec<u8>)| {
+            let body: &'static [u8] = Vec::leak(text.as_bytes().to_vec());
+            let view = View { score: 0, hits: vec![], subtests: vec![], body: rendered.then_some(body) };
+            let message: &[u8] = if *rendered { b"\n" } else { text.as_bytes() };
+            let msg = Split::new(message);
+            let ctx = Ctx { view: &view, settings: &settings, env: &env, msg: &msg };
+            bufs.0.clear();
+            expand(b"_PREVIEW_", &ctx, &mut bufs.0, &mut bufs.1, &mut bufs.2);
+            String::from_utf8_lossy(&bufs.0).into_owned()
+        };
+        let mut bufs = (Vec::new(), Vec::new(), Vec::new());
+        let got = preview_of(large, &mut bufs);
+        assert!(!got.is_empty(), "{rendered}");
+        assert_eq!(got, preview_of(cut, &mut (Vec::new(), Vec::new(), Vec::new())), "{rendered}: {:.60}", cut.escape_debug());
+        assert!(bufs.1.capacity() < 4096 && bufs.2.capacity() < 4096, "{rendered}: {} and {} bytes kept", bufs.1.capacity(), bufs.2.capacity());
+    }
+}
