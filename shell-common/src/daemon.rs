@@ -825,22 +825,22 @@ const REST_BUFFER: usize = 4 * 1024;
 /// What a child keeps resident of the request and response buffers: 11% of the public
 /// corpus's messages are larger, so the pages past it go back after them (one syscall
 /// each; a rewritten message's response is as large).
-const REST_REQUEST: usize = 8 * 1024;
+const REST_IO_BUFFER: usize = 8 * 1024;
 
 /// Gives back what a large message grew: every scan buffer past [`REST_BUFFER`], the
 /// pages of freed blocks and, after a request (or response) of more than
-/// [`REST_REQUEST`] bytes, the request (response) buffer's pages past it (a compressed
+/// [`REST_IO_BUFFER`] bytes, the request (response) buffer's pages past it (a compressed
 /// body also touched the request buffer's end). Typical mail makes no syscall here.
 fn release_after_large((received, sent): (usize, usize), buf: &mut [u8], out: &mut Vec<u8>, scratch: &mut Scratch) {
     scratch.release_buffers_above(REST_BUFFER);
     sys::give_back_freed();
-    if received > REST_REQUEST {
-        if let Some(tail) = buf.get_mut(REST_REQUEST..) {
+    if received > REST_IO_BUFFER {
+        if let Some(tail) = buf.get_mut(REST_IO_BUFFER..) {
             let _ = sys::release_pages(tail);
         }
     }
-    if sent > REST_REQUEST {
-        let _ = sys::release_spare_pages(out, REST_REQUEST);
+    if sent > REST_IO_BUFFER {
+        let _ = sys::release_spare_pages(out, REST_IO_BUFFER);
     }
 }
 
