@@ -145,13 +145,16 @@ fn heap_private_kib(pid: u32) -> Option<u64> {
     for line in smaps.lines() {
         if line.split_whitespace().next().is_some_and(|first| first.contains('-') && !first.ends_with(':')) {
             in_heap = line.ends_with("[heap]");
-        } else if in_heap {
-            if let Some(kib) = line.strip_prefix("Private_Dirty:") {
-                return kib.trim().trim_end_matches(" kB").parse().ok();
-            }
+        } else if in_heap && line.starts_with("Private_Dirty:") {
+            return kib_field(line, "Private_Dirty:");
         }
     }
     Some(0)
+}
+
+/// The KiB of a `/proc/PID/smaps` or `smaps_rollup` line `Name: N kB` named `name`.
+fn kib_field(line: &str, name: &str) -> Option<u64> {
+    line.strip_prefix(name)?.trim().trim_end_matches(" kB").parse().ok()
 }
 
 #[test]
@@ -422,10 +425,7 @@ fn accept_filter_is_logged_and_ignored_off_freebsd() {
 /// Private KiB (dirty and clean) of a process (`/proc/PID/smaps_rollup`).
 fn private_kib(pid: u32) -> Option<u64> {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = rollup.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
+    let field = |name: &str| rollup.lines().find(|l| l.starts_with(name)).and_then(|l| kib_field(l, name));
     Some(field("Private_Dirty:")? + field("Private_Clean:")?)
 }
 
