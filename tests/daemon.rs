@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::{check, children_of, free_port, raw_request, skip_without_spamc, wait_until, Daemon, Load, GTUBE, HAM};
 
+/// GTUBE in an HTML-only message.
+const HTML_GTUBE: &str = "Subject: Offer\nContent-Type: text/html\n\n<html><body><p>Cheap <b>pills</b> today</p>\n\
+    <p>XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X</p></body></html>\n";
+
 #[test]
 fn spamc_commands_table() {
     if skip_without_spamc() {
@@ -28,6 +32,8 @@ fn spamc_commands_table() {
         (&["-y"], GTUBE, |o| o.split(',').any(|r| r.trim() == "GTUBE"), 0),
         (&[], GTUBE, |o| o.contains("X-Spam-Flag: YES") && o.contains("Content-Type: message/rfc822"), 0),
         (&[], HAM, |o| o.contains("X-Spam-Status: No,") && o.contains("lunch on Thursday"), 0),
+        // The report previews the text the body rules read, not the HTML.
+        (&[], HTML_GTUBE, |o| o.contains("Content preview:  Cheap pills today XJS*C4JDBQADN1"), 0),
         (&["-E"], GTUBE, |o| o.contains("X-Spam-Flag: YES"), 1),
         (&["-E"], HAM, |o| o.contains("X-Spam-Status: No,"), 0),
         (&["-x", "-c"], GTUBE, |o| o.starts_with("100"), 1),

@@ -27,11 +27,8 @@ pub trait VerdictView {
         core::iter::empty()
     }
     /// The message's rendered body text, Subject first, one paragraph per line,
-    /// as SpamAssassin renders it for `body` rules (for `_PREVIEW_`); `None` when
-    /// not at hand.
-    fn body_text(&self) -> Option<&[u8]> {
-        None
-    }
+    /// as SpamAssassin renders it for `body` rules (for `_PREVIEW_`).
+    fn body_text(&self) -> &[u8];
 }
 
 impl VerdictView for Verdict<'_> {
@@ -53,6 +50,10 @@ impl VerdictView for Verdict<'_> {
 
     fn subtests<'s>(&'s self) -> impl Iterator<Item = &'s str> + 's {
         self.all_hits().filter(|n| n.starts_with("__")).map(|n| -> &'s str { n })
+    }
+
+    fn body_text(&self) -> &[u8] {
+        self.body_text
     }
 }
 
@@ -430,6 +431,9 @@ mod tests {
         }
         fn hits(&self) -> impl Iterator<Item = Hit<'_>> + '_ {
             self.hits.iter().copied()
+        }
+        fn body_text(&self) -> &[u8] {
+            b""
         }
     }
 

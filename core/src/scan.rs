@@ -193,6 +193,8 @@ pub struct Verdict<'a> {
     pub required: Score,
     /// Capacities the message exceeded while it was parsed.
     pub overflow: msg::Overflow,
+    /// The message's body text as `body` rules read it (Subject first).
+    pub body_text: &'a [u8],
 }
 
 /// One rule that hit, as reports show it.
@@ -387,6 +389,7 @@ impl RuleSet {
             score,
             required: self.required,
             overflow,
+            body_text: scratch.msg.body(),
         }
     }
 

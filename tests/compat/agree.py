@@ -410,6 +410,88 @@ def sa_scan(spamd, files, progress):
     return results
 
 
+class SiftDaemon:
+    """siftd as a daemon on loopback, for the commands `siftd scan` does not answer."""
+
+    def __init__(self, siftd, rules, site, workdir):
+        self.cmd = [siftd, "-C", rules, "--siteconfigpath", site, "-i", "127.0.0.1", "--max-children", "2"]
+        self.log_path = os.path.join(workdir, "siftd.log")
+        self.port = None
+        self.proc = None
+
+    def start(self, wait=60.0):
+        """Starts siftd and waits for PONG."""
+        self.port = free_port()
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd + ["-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise HarnessError(f"siftd exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                headers, _ = spamd_request(self.port, "PING", timeout=5.0)
+                if "PONG" in headers["status"]:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise HarnessError(f"siftd gave no PONG within {wait:.0f} s: {self.log_tail()}")
+
+    def log_tail(self):
+        try:
+            with open(self.log_path, "rb") as handle:
+                return handle.read()[-800:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self):
+        """Stops the siftd this object started; its children leave with their master."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+PREVIEW = re.compile(rb"Content preview:(.*?)\r?\n\r?\nContent analysis details:", re.S)
+
+
+def content_preview(port, body):
+    """The `Content preview:` paragraph of a REPORT answer, or None."""
+    _headers, report = spamd_request(port, "REPORT", body)
+    match = PREVIEW.search(report)
+    return match.group(1).decode("latin-1") if match else None
+
+
+def compare_previews(spamd_port, siftd_port, files, progress):
+    """Asks both daemons for the REPORT of each file and compares the content previews."""
+    def both(path):
+        try:
+            with open(path, "rb") as handle:
+                body = handle.read()
+            return path, content_preview(spamd_port, body), content_preview(siftd_port, body)
+        except OSError as err:
+            return path, f"error: {err}", None
+
+    same, differ = 0, []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=SA_WORKERS) as pool:
+        for path, sa, sift in pool.map(both, files):
+            if sa is not None and sa == sift:
+                same += 1
+            else:
+                differ.append({"file": path, "sa": sa, "sift": sift})
+    if progress:
+        print(f"  previews: {len(files)} compared", file=sys.stderr, flush=True)
+    pct = 100.0 * same / len(files) if files else 100.0
+    return {"compared": len(files), "same": same, "agreement_pct": pct, "differ": differ}
+
+
 # ---------------------------------------------------------------- figures
 
 def percentile(sorted_values, fraction):
@@ -653,6 +735,12 @@ def print_report(result, base, top, out=sys.stdout):
             w(f"    SA only:   {' '.join(m['sa_only'])}\n")
         if m["sift_only"]:
             w(f"    sift only: {' '.join(m['sift_only'])}\n")
+    previews = result.get("previews")
+    if previews:
+        w(f"\n== Content previews (REPORT), spamd against the siftd daemon ==\n")
+        w(f"same preview: {previews['agreement_pct']:.1f}%  ({previews['same']} of {previews['compared']})\n")
+        for d in previews["differ"][:top]:
+            w(f"{short(d['file'], base)}:\n    SA:   {d['sa']!r}\n    sift: {d['sift']!r}\n")
     if result["errors"]:
         w(f"\n== Errors ({len(result['errors'])}) ==\n")
         for e in result["errors"][:top]:
@@ -677,6 +765,11 @@ def main(argv=None):
                         help="exit 1 if rule-hit F1 over compiled rules (0..1) is below")
     parser.add_argument("--min-score-within", type=float, default=None, metavar="PCT",
                         help=f"exit 1 if the share (%%) of |score diff| <= {WITHIN} is below")
+    parser.add_argument("--previews", type=int, default=0, metavar="N",
+                        help="also compare the content previews of REPORT for the first N files, "
+                             "spamd against the siftd daemon (not with --sa-from)")
+    parser.add_argument("--min-preview-agreement", type=float, default=None, metavar="PCT",
+                        help="exit 1 if the share (%%) of the same content previews is below")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--sa-from", default=None, metavar="JSON",
                         help="take SpamAssassin's answers from an earlier --json output of this harness "
@@ -712,22 +805,32 @@ def main(argv=None):
     sift_seconds = time.monotonic() - started
 
     sa_started = time.monotonic()
+    previews = None
+    if args.previews and args.sa_from is not None:
+        raise HarnessError("--previews needs spamd: not with --sa-from")
     if args.sa_from is not None:
         sa = stored_sa_answers(args.sa_from, files)
     else:
         workdir = tempfile.mkdtemp(prefix="sift-agree-")
         spamd = Spamd(args.rules, args.site, workdir)
+        daemon = SiftDaemon(siftd, args.rules, args.site, workdir)
         try:
             if progress:
                 print("spamd: starting on 127.0.0.1", file=sys.stderr, flush=True)
             spamd.start()
             sa = sa_scan(spamd, files, progress)
+            if args.previews:
+                daemon.start()
+                previews = compare_previews(spamd.port, daemon.port, files[:args.previews], progress)
         finally:
+            daemon.stop()
             spamd.stop()
             shutil.rmtree(workdir, ignore_errors=True)
     sa_seconds = time.monotonic() - sa_started
 
     result = compare(files, sa, sift, defined, disabled, depends)
+    if previews is not None:
+        result["previews"] = previews
     result["summary"]["sift_seconds"] = round(sift_seconds, 1)
     result["summary"]["sa_seconds"] = round(sa_seconds, 1)
     result["command"] = {"paths": args.paths, "sample": args.sample, "seed": args.seed,
@@ -746,6 +849,10 @@ def main(argv=None):
         failed.append(f"rule F1 {fmt(s['rule_f1_compiled'])} < {args.min_f1}")
     if args.min_score_within is not None and s["score_within_pct"] < args.min_score_within:
         failed.append(f"score within {WITHIN}: {s['score_within_pct']:.1f}% < {args.min_score_within}%")
+    if args.min_preview_agreement is not None:
+        pct = previews["agreement_pct"] if previews else 0.0
+        if pct < args.min_preview_agreement:
+            failed.append(f"content previews the same: {pct:.1f}% < {args.min_preview_agreement}%")
     for line in failed:
         print(f"BELOW THRESHOLD: {line}", file=sys.stderr)
     return 1 if failed else 0

@@ -295,6 +295,12 @@ pub struct MessageBuffers {
 }
 
 impl MessageBuffers {
+    /// The rendered body text of the message last parsed into these buffers, as
+    /// [`Message::body`] gave it: kept for the verdict after the message is gone.
+    pub(crate) fn body(&self) -> &[u8] {
+        &self.body
+    }
+
     /// Buffers for messages parsed under `limits`; fixed-capacity indexes are reserved now.
     pub fn new(limits: Limits) -> Self {
         let part_header_cap = limits.max_headers.saturating_add(limits.max_parts.saturating_mul(4));
@@ -690,6 +696,13 @@ impl<'a> Part<'a> {
             self.bufs.part_headers.get(self.rec.headers.0 as usize..self.rec.headers.1 as usize).unwrap_or(&[])
         }
     }
+}
+
+/// The body text `raw` renders to under default limits: the text a verdict of it carries.
+#[cfg(test)]
+pub(crate) fn rendered_body(raw: &[u8]) -> Vec<u8> {
+    let mut bufs = MessageBuffers::new(Limits::default());
+    Message::parse(raw, &mut bufs).body().to_vec()
 }
 
 #[cfg(test)]

@@ -564,7 +564,7 @@ fn tag_value<V: VerdictView + ?Sized>(tag: &Tag<'_>, ctx: &Ctx<'_, V>, out: &mut
             }
         }
         b"PREVIEW" => {
-            content_preview(v, ctx.msg, text, preview);
+            content_preview(v, text, preview);
             out.extend_from_slice(preview);
         }
         b"HEADER" => {
@@ -606,54 +606,6 @@ const PREVIEW_PARAGRAPHS: usize = 3;
 /// Bytes of a paragraph a content preview keeps; longer ones end in ` [...]`.
 const PREVIEW_LINE: usize = 200;
 
-/// The start of the body as a plain-text rendering when no rendered text is at hand:
-/// text/plain bodies in 7bit/8bit only, one paragraph per line, an empty first
-/// (Subject) line. Only what a preview can show: [`PREVIEW_PARAGRAPHS`] paragraphs,
-/// each cut one byte past [`PREVIEW_LINE`], so that a large message is not copied.
-fn fallback_body_text(msg: &Split<'_>, out: &mut Vec<u8>) {
-    out.push(b'\n');
-    if msg.pristine(b"Content-Type").is_some_and(|ct| !contains_ignore_case(ct.bytes, b"text/plain")) {
-        return;
-    }
-    if msg.pristine(b"Content-Transfer-Encoding").is_some_and(|cte| {
-        contains_ignore_case(cte.bytes, b"base64") || contains_ignore_case(cte.bytes, b"quoted-printable")
-    }) {
-        return;
-    }
-    let mut in_paragraph = false;
-    let (mut paragraphs, mut kept) = (0, 0);
-    for line in lines(msg.body) {
-        let text = line.strip_suffix(b"\n").unwrap_or(line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if text.iter().all(|&b| report::is_perl_space(b)) {
-            if in_paragraph {
-                out.push(b'\n');
-                in_paragraph = false;
-                paragraphs += 1;
-            }
-            continue;
-        }
-        if paragraphs == PREVIEW_PARAGRAPHS {
-            break;
-        }
-        // `kept`: the paragraph's bytes so far, at most PREVIEW_LINE + 1.
-        if !in_paragraph {
-            kept = 0;
-        } else if kept <= PREVIEW_LINE {
-            out.push(b' ');
-            kept += 1;
-        }
-        let room = (PREVIEW_LINE + 1).saturating_sub(kept);
-        let taken = text.get(..room.min(text.len())).unwrap_or_default();
-        out.extend_from_slice(taken);
-        kept += taken.len();
-        in_paragraph = true;
-    }
-    if in_paragraph {
-        out.push(b'\n');
-    }
-}
-
 /// Removes every `needle` from `buf`.
 fn remove_all(buf: &mut Vec<u8>, needle: &[u8]) {
     let mut w = 0;
@@ -690,15 +642,8 @@ fn retain_indexed(buf: &mut Vec<u8>, mut keep: impl FnMut(&[u8], usize) -> bool)
 }
 
 /// SpamAssassin's `get_content_preview`, into `preview`.
-fn content_preview<V: VerdictView + ?Sized>(v: &V, msg: &Split<'_>, text: &mut Vec<u8>, preview: &mut Vec<u8>) {
-    let source: &[u8] = match v.body_text() {
-        Some(t) => t,
-        None => {
-            text.clear();
-            fallback_body_text(msg, text);
-            text
-        }
-    };
+fn content_preview<V: VerdictView + ?Sized>(v: &V, text: &mut Vec<u8>, preview: &mut Vec<u8>) {
+    let source = v.body_text();
     // Up to three paragraphs after the Subject line, until 200 bytes; of each, what the
     // cut below keeps (a longer line stops the loop as the whole one would).
     let mut s = core::mem::take(preview);

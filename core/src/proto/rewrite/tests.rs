@@ -7,10 +7,12 @@ use alloc::string::ToString;
 use alloc::boxed::Box;
 use alloc::vec;
 
+#[derive(Clone)]
 struct View {
     score: i32,
     hits: Vec<Hit<'static>>,
     subtests: Vec<&'static str>,
+    /// The rendered body text; `None`: what the message at hand renders to.
     body: Option<&'static [u8]>,
 }
 
@@ -27,8 +29,16 @@ impl VerdictView for View {
     fn subtests(&self) -> impl Iterator<Item = &str> + '_ {
         self.subtests.iter().copied()
     }
-    fn body_text(&self) -> Option<&[u8]> {
-        self.body
+    fn body_text(&self) -> &[u8] {
+        self.body.unwrap_or_default()
+    }
+}
+
+impl View {
+    /// This view, its body text rendered from `message` unless given.
+    fn rendering(&self, message: &[u8]) -> View {
+        let body = self.body.unwrap_or_else(|| Vec::leak(crate::msg::rendered_body(message)));
+        View { body: Some(body), ..self.clone() }
     }
 }
 
@@ -55,6 +65,7 @@ fn expand_with(template: &str, view: &View, message: &[u8]) -> String {
     let settings = RewriteSettings::stock();
     let env = env();
     let msg = Split::new(message);
+    let view = &view.rendering(message);
     let ctx = Ctx { view, settings: &settings, env: &env, msg: &msg };
     let (mut out, mut text, mut preview) = (Vec::new(), Vec::new(), Vec::new());
     expand(template.as_bytes(), &ctx, &mut out, &mut text, &mut preview);
@@ -127,16 +138,22 @@ fn preview_table() {
 }
 
 #[test]
-fn fallback_preview_only_for_plain_text() {
-    let view = ham();
+fn preview_reads_the_rendered_text_table() {
+    // (message, preview): what the body rules read, whatever the body's type or encoding.
     let cases: &[(&[u8], &str)] = &[
         (b"Subject: a\n\nline one\nline two\n\n\nnext para\n", "line one line two next para "),
         (b"Content-Type: text/plain; charset=utf-8\n\nplain\n", "plain "),
-        (b"Content-Type: text/html\n\n<p>html</p>\n", ""),
-        (b"Content-Transfer-Encoding: base64\n\naGk=\n", ""),
+        (b"Content-Type: text/html\n\n<html><body><p>Buy <b>now</b></p><p>Cheap!</p></body></html>\n", "Buy now Cheap! "),
+        (b"Content-Transfer-Encoding: base64\n\naGk=\n", "hi "),
+        (b"Content-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\nso=\nft =3D hard\n", "soft = hard "),
+        (
+            b"Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/html\n\n<p>first</p>\n--b\nContent-Type: image/gif\n\nGIF\n--b--\n",
+            "first ",
+        ),
+        (b"Content-Type: image/gif\n\nGIF89a\n", ""),
     ];
     for (message, want) in cases {
-        assert_eq!(expand_with("_PREVIEW_", &view, message), *want, "{}", message.escape_ascii());
+        assert_eq!(expand_with("_PREVIEW_", &ham(), message), *want, "{}", message.escape_ascii());
     }
 }
 
@@ -210,7 +227,7 @@ fn mime_encode_table() {
 
 fn rewritten(message: &[u8], view: &View, settings: &RewriteSettings) -> String {
     let mut out = Vec::new();
-    rewrite(message, view, settings, &env(), &mut RewriteScratch::new(), &mut VecWriter(&mut out)).unwrap();
+    rewrite(message, &view.rendering(message), settings, &env(), &mut RewriteScratch::new(), &mut VecWriter(&mut out)).unwrap();
     String::from_utf8(out).unwrap()
 }
 
@@ -331,27 +348,21 @@ fn warm_rewrite_allocates_nothing() {
 
 #[test]
 fn preview_reads_only_the_start_of_a_large_body_table() {
-    // (rendered body text or None for a plain message, the large body, the same body
-    // with each paragraph cut one byte past 200 and past the third): both preview
-    // alike, and the large one leaves the buffers small.
+    // (the rendered body text, the same with each paragraph cut one byte past 200 and
+    // past the third): both preview alike, and the large one leaves the buffers small.
     let y = "y".repeat(300_000);
-    let (q, r) = ("q".repeat(150), "r".repeat(150));
-    let cases: Vec<(bool, String, String)> = vec![
-        (true, std::format!("S\n{y}\nnext\n"), std::format!("S\n{}\nnext\n", &y[..201])),
-        (true, std::format!("S\n{}\n{y}\n", "z".repeat(200)), std::format!("S\n{}\n{}\n", "z".repeat(200), &y[..201])),
-        (false, std::format!("Subject: a\n\n{y}\n\nnext\n"), std::format!("Subject: a\n\n{}\n\nnext\n", &y[..201])),
-        // A paragraph's lines join with a space before the cut.
-        (false, std::format!("Subject: a\n\n{q}\n{r}\n\nnext\n"), std::format!("Subject: a\n\n{q}\n{}\n\nnext\n", &r[..50])),
-        (false, std::format!("Subject: a\n\no\n\nt\n\n{y}\nx\n\nfour\n{y}\n"), std::format!("Subject: a\n\no\n\nt\n\n{}\n", &y[..201])),
+    let cases: Vec<(String, String)> = vec![
+        (std::format!("S\n{y}\nnext\n"), std::format!("S\n{}\nnext\n", &y[..201])),
+        (std::format!("S\n{}\n{y}\n", "z".repeat(200)), std::format!("S\n{}\n{}\n", "z".repeat(200), &y[..201])),
+        (std::format!("S\no\nt\n{y}\nfour\n{y}\n"), std::format!("S\no\nt\n{}\n", &y[..201])),
     ];
     let settings = RewriteSettings::stock();
     let env = env();
-    for (rendered, large, cut) in &cases {
+    let msg = Split::new(b"\n");
+    for (large, cut) in &cases {
         let preview_of = |text: &str, bufs: &mut (Vec<u8>, Vec<u8>, Vec<u8>)| {
             let body: &'static [u8] = Vec::leak(text.as_bytes().to_vec());
-            let view = View { score: 0, hits: vec![], subtests: vec![], body: rendered.then_some(body) };
-            let message: &[u8] = if *rendered { b"\n" } else { text.as_bytes() };
-            let msg = Split::new(message);
+            let view = View { score: 0, hits: vec![], subtests: vec![], body: Some(body) };
             let ctx = Ctx { view: &view, settings: &settings, env: &env, msg: &msg };
             bufs.0.clear();
             expand(b"_PREVIEW_", &ctx, &mut bufs.0, &mut bufs.1, &mut bufs.2);
@@ -359,8 +370,8 @@ fn preview_reads_only_the_start_of_a_large_body_table() {
         };
         let mut bufs = (Vec::new(), Vec::new(), Vec::new());
         let got = preview_of(large, &mut bufs);
-        assert!(!got.is_empty(), "{rendered}");
-        assert_eq!(got, preview_of(cut, &mut (Vec::new(), Vec::new(), Vec::new())), "{rendered}: {:.60}", cut.escape_debug());
-        assert!(bufs.1.capacity() < 4096 && bufs.2.capacity() < 4096, "{rendered}: {} and {} bytes kept", bufs.1.capacity(), bufs.2.capacity());
+        assert!(!got.is_empty());
+        assert_eq!(got, preview_of(cut, &mut (Vec::new(), Vec::new(), Vec::new())), "{:.60}", cut.escape_debug());
+        assert!(bufs.1.capacity() < 4096 && bufs.2.capacity() < 4096, "{} and {} bytes kept", bufs.1.capacity(), bufs.2.capacity());
     }
 }
