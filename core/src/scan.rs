@@ -5,6 +5,7 @@
 //! and once a scratch is warm a scan allocates nothing.
 
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use regex_automata::dfa::Automaton;
 use regex_automata::{hybrid, Anchored, HalfMatch, Input};
@@ -15,7 +16,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
-use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram};
+use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram, NO_BOUND};
 use crate::rules::demand::{DemandScratch, STAGES};
 use crate::rules::narrow::NarrowTables;
 use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
@@ -353,10 +354,24 @@ impl RuleSet {
                 RuleType::Header => self.scan_headers(&message, &mut state, &mut lines, &mut scratch.header_text, eval, probe),
                 RuleType::Eval => self.run_evals(&message, &mut state, eval, probe),
                 RuleType::MimeHeader => self.scan_mimeheaders(&message, &mut state, &mut lines.engines, probe),
-                RuleType::Uri => run_lines(&self.uri, stage, message.uris(), &mut state, &mut lines, probe),
-                RuleType::Full => run_whole(&self.full, message.raw(), &mut state, &mut lines, probe),
-                RuleType::Body => run_lines(&self.body, stage, message.body(), &mut state, &mut lines, probe),
-                RuleType::RawBody => run_lines(&self.rawbody, stage, message.rawbody(), &mut state, &mut lines, probe),
+                RuleType::Uri => run_lines(&self.uri, (stage, Literals::Own), message.uris(), &mut state, &mut lines, probe),
+                RuleType::Full => {
+                    let whole = core::iter::once(0..message.raw().len());
+                    run_whole(&self.full, (stage, Literals::Own), (message.raw(), whole), &mut state, &mut lines, probe);
+                }
+                RuleType::Body => run_lines(&self.body, (stage, Literals::Own), message.body(), &mut state, &mut lines, probe),
+                RuleType::RawBody => {
+                    // One literal pass for both programs, which share its table; pieces
+                    // first: the line pass decides its deferred rules once every rawbody
+                    // rule has run.
+                    let text = message.rawbody();
+                    let started = probe.now();
+                    find_literals_of(&self.rawbody, text, &mut lines);
+                    probe.spent(Cost::Prefilter(stage), started);
+                    let pieces = Literals::Found { offset: self.rawbody.patterns.len() };
+                    run_whole(&self.rawbody_pieces, (stage, pieces), (text, message.rawbody_pieces()), &mut state, &mut lines, probe);
+                    run_lines(&self.rawbody, (stage, Literals::Found { offset: 0 }), text, &mut state, &mut lines, probe);
+                }
                 RuleType::Meta => {}
             }
         }
@@ -945,7 +960,7 @@ fn keep_repeated(starts: &mut Vec<u32>, min: usize) {
 }
 
 /// Patterns whose literals occur, each with the span of text where they occur.
-fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
+fn gather_candidates(program: &TargetProgram, offset: usize, s: &mut LineScratch<'_>) {
     s.candidates.clear();
     for &lit in s.literals_hit.iter() {
         let (Some(&first), Some(&last)) = (s.literal_first.get(lit as usize), s.literal_last.get(lit as usize))
@@ -954,11 +969,9 @@ fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
         };
         let Some(users) = program.literal_patterns.get(lit as usize) else { continue };
         for &p in users {
-            let (Some(e), Some(pf), Some(pl)) = (
-                s.pattern_epoch.get_mut(p as usize),
-                s.pattern_first.get_mut(p as usize),
-                s.pattern_last.get_mut(p as usize),
-            ) else {
+            let slot = p as usize + offset;
+            let (Some(e), Some(pf), Some(pl)) = (s.pattern_epoch.get_mut(slot), s.pattern_first.get_mut(slot), s.pattern_last.get_mut(slot))
+            else {
                 continue;
             };
             if *e != s.epoch {
@@ -976,26 +989,56 @@ fn gather_candidates(program: &TargetProgram, s: &mut LineScratch<'_>) {
     }
 }
 
-/// Starts a pass over `text`: the candidates are the patterns whose literals occur in it.
-fn prefilter(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
+/// Starts a pass over `text`: finds the literals of `program`'s table (none without one).
+fn find_literals_of(program: &TargetProgram, text: &[u8], s: &mut LineScratch<'_>) {
     s.next_epoch();
     s.longest_line = None;
     match &program.prefilter {
-        Some(literals) => {
-            find_literals(literals, text, s);
-            gather_candidates(program, s);
+        Some(literals) => find_literals(literals, text, s),
+        None => {
+            s.literals_hit.clear();
+            s.hit_pos.clear();
+            s.hit_next.clear();
         }
-        None => s.candidates.clear(),
     }
 }
 
+/// Where a pass's candidates come from.
+#[derive(Clone, Copy)]
+enum Literals {
+    /// A pass of the program's own literal table.
+    Own,
+    /// The pass made before, of another program's table it shares; its patterns take
+    /// the scratch's pattern slots from `offset` on.
+    Found { offset: usize },
+}
+
+/// The candidates of a pass over `text` of `program`: the patterns whose literals occur in it.
+fn prefilter(program: &TargetProgram, literals: Literals, text: &[u8], s: &mut LineScratch<'_>) {
+    let offset = match literals {
+        Literals::Own => {
+            find_literals_of(program, text, s);
+            0
+        }
+        Literals::Found { offset } => offset,
+    };
+    gather_candidates(program, offset, s);
+}
+
 /// Runs a line-oriented target (`body`, `rawbody`, `uri`): each pattern sees one line at a time.
-fn run_lines(program: &TargetProgram, target: RuleType, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
+fn run_lines(
+    program: &TargetProgram,
+    (target, literals): (RuleType, Literals),
+    text: &[u8],
+    state: &mut ScanState<'_>,
+    s: &mut LineScratch<'_>,
+    probe: &mut impl Probe,
+) {
     if program.patterns.is_empty() {
         return;
     }
     let started = probe.now();
-    prefilter(program, text, s);
+    prefilter(program, literals, text, s);
     probe.spent(Cost::Prefilter(target), started);
     for i in 0..s.candidates.len() {
         let started = probe.now();
@@ -1159,48 +1202,153 @@ fn search_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, 
     state.add(pattern.rule, n);
 }
 
-/// Runs `full` rules: each pattern sees the whole message.
-fn run_whole(program: &TargetProgram, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
+/// Runs the patterns of `program` on each of `pieces` of `text` whole: the message for
+/// `full`, the pieces SpamAssassin cuts `rawbody` into. A `full` rule may be deferred;
+/// a `rawbody` one is not, since the line pass after it decides the stage's deferrals.
+fn run_whole(
+    program: &TargetProgram,
+    (target, literals): (RuleType, Literals),
+    (text, pieces): (&[u8], impl Iterator<Item = Range<usize>> + Clone),
+    state: &mut ScanState<'_>,
+    s: &mut LineScratch<'_>,
+    probe: &mut impl Probe,
+) {
     if program.patterns.is_empty() {
         return;
     }
+    let may_defer = target == RuleType::Full;
     let started = probe.now();
-    prefilter(program, text, s);
-    probe.spent(Cost::Prefilter(RuleType::Full), started);
+    prefilter(program, literals, text, s);
+    probe.spent(Cost::Prefilter(target), started);
     for i in 0..s.candidates.len() + program.unfiltered.len() {
         let started = probe.now();
         // The candidates, then the unfiltered patterns.
         let Some(p) = s.candidates.get(i).or_else(|| program.unfiltered.get(i - s.candidates.len())).copied() else { break };
         let Some(pattern) = program.patterns.get(p as usize) else { continue };
-        if !s.cannot_hold(program, p, text) && !state.defer(pattern.rule, DeferredRun::Whole(p)) {
-            run_whole_pattern(program, p, text, state, s);
+        // Runs now unless it cannot hold a match or waits for demand.
+        if !(s.cannot_hold(program, p, text) || (may_defer && state.defer(pattern.rule, DeferredRun::Whole(p)))) {
+            run_whole_pattern(program, p, text, pieces.clone(), state, s);
         }
         probe.spent(Cost::Rule(pattern.rule), started);
+    }
+    // Rawbody's unfiltered patterns in unions: one walk of each piece tells which
+    // members can match it.
+    for union in &program.unions {
+        for piece in pieces.clone() {
+            let hay = text.get(piece).unwrap_or_default();
+            let started = probe.now();
+            let mut first_ends = [0u32; UNION_MEMBERS];
+            let found = union.finds(hay, 0, &mut first_ends, (&program.patterns, s.engines.narrow), |i| s.engines.lazy(i));
+            probe.spent(Cost::Unions(target), started);
+            for (bit, &p) in union.members.iter().enumerate() {
+                let bit = 1u64 << bit;
+                let Some(pattern) = program.patterns.get(p as usize) else { continue };
+                match found {
+                    Some(found) if found & bit == 0 => {}
+                    Some(_) if union.decided & bit != 0 => state.add(pattern.rule, 1),
+                    _ => {
+                        let started = probe.now();
+                        let n = count_matches(&pattern.matcher, hay, state.max_hits(pattern.rule), &mut s.engines);
+                        state.add(pattern.rule, n);
+                        probe.spent(Cost::Rule(pattern.rule), started);
+                    }
+                }
+            }
+        }
     }
     let mut next = 0;
     while let Some(deferred) = state.next_needed(&mut next, probe) {
         let started = probe.now();
         if let DeferredRun::Whole(p) = deferred.run {
-            run_whole_pattern(program, p, text, state, s);
+            run_whole_pattern(program, p, text, pieces.clone(), state, s);
         }
         probe.spent(Cost::Rule(deferred.rule), started);
     }
 }
 
-/// Counts the matches of `full` pattern `p` in `text`, the whole message.
-fn run_whole_pattern(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
+/// Counts the matches of pattern `p` in `pieces` of `text`, each searched whole.
+fn run_whole_pattern(
+    program: &TargetProgram,
+    p: u32,
+    text: &[u8],
+    pieces: impl Iterator<Item = Range<usize>>,
+    state: &mut ScanState<'_>,
+    s: &mut LineScratch<'_>,
+) {
     let Some(pattern) = program.patterns.get(p as usize) else { return };
     let max = state.max_hits(pattern.rule);
     // A backtracking pattern's screen is searched in one pass (never anchored: see
     // `RuleSet::build_pattern`).
     let anchored = program.pattern_starts_match.get(p as usize) == Some(&true)
         && !matches!(pattern.matcher, Matcher::Backtrack { .. });
-    let n = if anchored && candidate_starts(program, p, s) {
-        count_from(&pattern.matcher, text, s.starts, max, &mut s.engines)
-    } else {
-        count_matches(&pattern.matcher, text, max, &mut s.engines)
-    };
+    if anchored && candidate_starts(program, p, s) {
+        // Only `full` patterns start at their literals, and the message is one piece.
+        let n = count_from(&pattern.matcher, text, s.starts, max, &mut s.engines);
+        state.add(pattern.rule, n);
+        return;
+    }
+    // A DFA whose matches span at most `longest` bytes, each holding one of its
+    // literals, is searched only that far around them.
+    let longest = program.pattern_longest.get(p as usize).copied().unwrap_or(NO_BOUND);
+    let bounded = longest != NO_BOUND && matches!(pattern.matcher, Matcher::Dense(_) | Matcher::Narrow(_) | Matcher::Lazy(_));
+    let mut pieces = pieces.peekable();
+    // Of several pieces, only those holding one of its literals can match.
+    let places = (bounded || pieces.peek().is_some())
+        && program.pattern_literals.get(p as usize).is_some_and(|lits| !lits.is_empty())
+        && candidate_starts(program, p, s);
+    let mut n = 0;
+    for piece in pieces {
+        if n >= max {
+            break;
+        }
+        if places && !holds_any(s.starts, &piece) {
+            continue;
+        }
+        let hay = text.get(piece.clone()).unwrap_or_default();
+        n += if places && bounded {
+            count_near(&pattern.matcher, hay, (piece.start, s.starts), longest as usize, max - n, &mut s.engines)
+        } else {
+            count_matches(&pattern.matcher, hay, max - n, &mut s.engines)
+        };
+    }
     state.add(pattern.rule, n);
+}
+
+/// [`count_matches`] of a DFA `matcher` in `hay`, a piece starting at `offset` of the
+/// text `places` (sorted) are in, every match of which spans at most `longest` bytes and
+/// holds one of the places: only the stretches within `longest` of one are searched, in
+/// the whole piece's context, so each finds what a search of the piece finds there.
+fn count_near(matcher: &Matcher, hay: &[u8], (offset, places): (usize, &[u32]), longest: usize, max: u32, engines: &mut Engines<'_>) -> u32 {
+    let mut count = 0u32;
+    let mut pos = 0usize;
+    let mut i = places.partition_point(|&at| (at as usize) < offset);
+    while count < max {
+        let Some(at) = places.get(i).map(|&at| at as usize - offset).filter(|&at| at < hay.len()) else { break };
+        // A stretch: from `longest` before this place to `longest` after the last one
+        // whose own stretch meets it.
+        let start = at.saturating_sub(longest).max(pos);
+        let mut end = (at + longest).min(hay.len());
+        i += 1;
+        while let Some(next) = places.get(i).map(|&at| at as usize - offset).filter(|&next| next < hay.len() && next.saturating_sub(longest) <= end) {
+            end = (next + longest).min(hay.len());
+            i += 1;
+        }
+        let mut from = start;
+        while count < max && from <= end {
+            let Some(m) = search(matcher, &Input::new(hay).range(from..end).earliest(max == 1), engines) else { break };
+            count += 1;
+            let found = m.offset();
+            from = if found > from { found } else { from + 1 };
+        }
+        pos = from;
+    }
+    count
+}
+
+/// Whether sorted `places` has one in `range`.
+fn holds_any(places: &[u32], range: &Range<usize>) -> bool {
+    let i = places.partition_point(|&at| (at as usize) < range.start);
+    places.get(i).is_some_and(|&at| (at as usize) < range.end)
 }
 
 fn line_start(text: &[u8], pos: usize) -> usize {
@@ -1431,26 +1579,65 @@ mod tests {
     }
 
     #[test]
-    fn line_targets_match_line_by_line_table() {
-        // One search covers all lines of a target, yet nothing may match across a line.
+    fn rawbody_pieces_match_whole_table() {
+        // A rawbody rule sees each piece of the text whole, as SpamAssassin 4.0.1 does
+        // (every row checked against it): a match may cross lines, not pieces; `^` and
+        // `$` without `/m` hold at a piece's start and end only. Body rules see lines.
         let message = "Subject: lines\r\n\r\nfoo\r\nbaz\r\n\r\nboo bar\r\n";
         let cases: &[(&str, &[&str])] = &[
-            ("rawbody R /foo\\s+baz/", &[]),
-            ("rawbody R /(?s)foo.baz/", &[]),
-            ("rawbody R /foo\\nbaz/", &[]),
-            ("rawbody R /foo[^x]baz/", &[]),
-            ("rawbody R /^baz/", &["R"]),
-            ("rawbody R /^baz$/", &["R"]),
-            ("rawbody R /foo$/", &["R"]),
-            ("rawbody R /\\Abaz/", &["R"]),
+            ("rawbody R /foo\\s+baz/", &["R"]),
+            ("rawbody R /(?s)foo.baz/", &["R"]),
+            ("rawbody R /foo\\nbaz/", &["R"]),
+            ("rawbody R /foo[^x]baz/", &["R"]),
+            ("rawbody R /foo.baz/", &[]),
+            ("rawbody R /^baz/", &[]),
+            ("rawbody R /^baz/m", &["R"]),
+            ("rawbody R /^foo/", &["R"]),
+            ("rawbody R /^baz$/", &[]),
+            ("rawbody R /foo$/", &[]),
+            ("rawbody R /bar$/", &["R"]),
+            ("rawbody R /\\Abaz/", &[]),
+            ("rawbody R /\\Afoo/", &["R"]),
             ("body B /^foo baz$/", &["B"]),
             ("body B /baz\\W+boo/", &[]),
-            ("rawbody R /foo(?=\\s+baz)/", &[]),
+            ("rawbody R /foo(?=\\s+baz)/", &["R"]),
             ("rawbody R /boo(?= bar)/", &["R"]),
             ("rawbody __R /o/\ntflags __R multiple\nmeta M __R == 4", &["M"]),
-            ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
+            ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 1", &["M"]),
+            ("rawbody __R /\\s/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
         ];
         assert_hits(message, cases);
+        // Each part is a text of its own.
+        let parts = "Subject: parts\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\n\
+                     one end\n--b\nContent-Type: text/html\n\n<p>two</p>\n--b--\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("rawbody R /end\\s+<p>/", &[]),
+            ("rawbody R /^<p>two/", &["R"]),
+            ("rawbody R /end$/", &["R"]),
+            ("rawbody __R /^/\ntflags __R multiple\nmeta M __R == 2", &["M"]),
+        ];
+        assert_hits(parts, cases);
+        // A text of more than 4 KiB is cut at the first line end from byte 2048 on.
+        let long = std::format!("Subject: long\n\n{}{}X\nY{}", "a".repeat(99).add_line().repeat(20), "c".repeat(60), "b".repeat(99).add_line().repeat(30));
+        let cases: &[(&str, &[&str])] = &[
+            ("rawbody R /X\\nY/", &[]),
+            ("rawbody R /X$/", &["R"]),
+            ("rawbody R /^Y/", &["R"]),
+            ("rawbody R /X\\s*$/", &["R"]),
+            ("rawbody R /a\\n+a/", &["R"]),
+        ];
+        assert_hits(&long, cases);
+    }
+
+    trait AddLine {
+        fn add_line(self) -> String;
+    }
+
+    impl AddLine for String {
+        fn add_line(mut self) -> String {
+            self.push('\n');
+            self
+        }
     }
 
     #[test]
@@ -1461,10 +1648,10 @@ mod tests {
         let cases: &[(&str, &[&str])] = &[
             ("rawbody __R /foo \\d/\ntflags __R multiple\nmeta M __R == 5", &["M"]),
             ("rawbody __R /foo \\d/\ntflags __R multiple maxhits=4\nmeta M __R == 4", &["M"]),
-            ("rawbody __R /^foo/\ntflags __R multiple\nmeta M __R == 3", &["M"]),
-            ("rawbody __R /foo$/\ntflags __R multiple\nmeta M __R == 1", &["M"]),
+            ("rawbody __R /^foo/m\ntflags __R multiple\nmeta M __R == 3", &["M"]),
+            ("rawbody __R /foo$/m\ntflags __R multiple\nmeta M __R == 1", &["M"]),
             ("rawbody __R /foo 5$/\nmeta M __R", &["M"]),
-            ("rawbody __R /1\\s+foo/\nmeta M __R", &[]),
+            ("rawbody __R /1[^\\n]+foo/\nmeta M __R", &[]),
         ];
         assert_hits(message, cases);
     }
@@ -1483,7 +1670,7 @@ mod tests {
             ("body B /^no/", &["B"]),
             ("body B /\\w\\?/", &[]),
             ("body B /[^\\x00-\\x7f]/", &[]),
-            ("rawbody __R /^\\w+!/\ntflags __R multiple\nmeta M __R == 1", &["M"]),
+            ("rawbody __R /^\\w+!/m\ntflags __R multiple\nmeta M __R == 1", &["M"]),
             ("full F /\\w!\\s/", &["F"]),
             ("full F /\\w\\?/", &[]),
             ("header H X-Note =~ /\\w!/", &[]),
@@ -1516,7 +1703,7 @@ mod tests {
             ("body B /x{90} short line/", &["B"]),
             ("body B /x{90} short lines/", &[]),
             ("body B /x{91}/", &[]),
-            ("rawbody R /^x{90}\\s*$/", &["R"]),
+            ("rawbody R /^x{90}\\s*$/m", &["R"]),
             ("header H X-List =~ /(?:,[^,]{1,90}){3}/", &["H"]),
             ("header H X-List =~ /(?:,[^,]{1,90}){4}/", &[]),
             ("header H X-List !~ /(?:,[^,]{1,90}){4}/", &["H"]),

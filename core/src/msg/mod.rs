@@ -15,6 +15,7 @@
 //!   separated by `\n`, no trailing `\n`;
 //! - `rawbody()`: transfer-decoded text parts, not rendered, each part starting on
 //!   a new line (bytes kept in the part's charset, as SpamAssassin keeps them);
+//!   `rawbody_pieces()`: the ranges of it that `rawbody` rules see one at a time;
 //! - `uris()`: every URI found in text and HTML attributes, one per line.
 //!
 //! Layout: `header` (fields, RFC 2047), `decode` (base64, quoted-printable),
@@ -29,8 +30,10 @@
 //!   Shift_JIS, EUC-JP) are not converted: their bytes are kept;
 //! - bare-CR messages are split into lines (SpamAssassin sees one long line);
 //! - no IDNA for non-ASCII host names, no configured `redirector_pattern`s;
-//! - `rawbody` holds parts one after the other, each starting on a new line,
-//!   rather than SpamAssassin's 2-4 KiB chunks.
+//! - `rawbody` holds parts one after the other, each starting on a new line; rules
+//!   that need SpamAssassin's 2-4 KiB pieces get them from `rawbody_pieces()`, but a
+//!   `^` under `/m` holds after a piece's final `\n` too (Perl's does not), which only
+//!   patterns that can match the empty string there see.
 
 mod addr;
 mod charset;
@@ -522,6 +525,18 @@ impl<'a> Message<'a> {
     /// Decoded but unrendered body of the text parts, each part on its own lines.
     pub fn rawbody(&self) -> &'a [u8] {
         &self.bufs.rawbody
+    }
+
+    /// The pieces of [`Message::rawbody`] that SpamAssassin matches `rawbody` rules on,
+    /// one at a time, as ranges of it: each part's text, cut into pieces of 2 to 4 KiB
+    /// when longer than 2 KiB. A match never spans two pieces, and `^` without `/m`
+    /// only starts one.
+    pub fn rawbody_pieces(&self) -> impl Iterator<Item = core::ops::Range<usize>> + Clone + 'a {
+        let text: &'a [u8] = &self.bufs.rawbody;
+        self.bufs.parts.iter().filter(|p| p.decoded.0 < p.decoded.1).flat_map(move |p| {
+            let (a, b) = (p.decoded.0 as usize, p.decoded.1 as usize);
+            render::rawbody_pieces(text.get(a..b).unwrap_or(&[])).map(move |r| a + r.start..a + r.end)
+        })
     }
 
     /// URIs found in the message, one per line (an anchor without `href` gives an

@@ -3,6 +3,7 @@
 //! folding into paragraphs, and the split of long lines.
 
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use super::lines::{lines, next_line, Eol};
 
@@ -479,10 +480,69 @@ pub(crate) fn split_long_lines(src: &[u8], start: usize, out: &mut Vec<u8>) -> b
     true
 }
 
+/// SpamAssassin's `split_into_array_of_short_paragraphs`: the pieces `rawbody` rules
+/// match one at a time. A text of up to 2048 bytes is one piece; a longer one is cut
+/// into pieces of 2 to 4 KiB, each ending at a line end, else a `>`, else a space
+/// found from 2048 bytes on, else at 2049 bytes.
+pub(crate) fn rawbody_pieces(text: &[u8]) -> impl Iterator<Item = Range<usize>> + Clone + '_ {
+    let (mut ofs, mut done) = (0usize, false);
+    core::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let end = if text.len() - ofs <= 2 * MAX_LINE { text.len() } else { piece_end(text, ofs) };
+        let piece = ofs..end;
+        (ofs, done) = (end, end >= text.len());
+        Some(piece)
+    })
+}
+
+/// The end of the piece starting at `ofs` of a text with more than 4096 bytes left.
+fn piece_end(text: &[u8], ofs: usize) -> usize {
+    let from = ofs + MAX_LINE;
+    for needle in [b'\n', b'>', b' '] {
+        if let Some(i) = text.get(from..).and_then(|t| memchr::memchr(needle, t)) {
+            // `j - ofs + 1 <= 2 * MAX_LINE`, j = from + i.
+            if MAX_LINE + i < 2 * MAX_LINE {
+                return from + i + 1;
+            }
+        }
+    }
+    from + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::vec;
+
+    #[test]
+    fn rawbody_pieces_table() {
+        // (text, lengths of its pieces), as `split_into_array_of_short_paragraphs` cuts.
+        let lines = |n: usize, len: usize| alloc::format!("{}\n", "a".repeat(len - 1)).repeat(n);
+        let cases: Vec<(Vec<u8>, Vec<usize>)> = vec![
+            (Vec::new(), vec![0]),
+            (b"short\ntext".to_vec(), vec![10]),
+            (lines(1, 2048).into_bytes(), vec![2048]),
+            // Up to 4096 bytes: one piece.
+            (lines(40, 100).into_bytes(), vec![4000]),
+            // The first line end from byte 2048 on ends a piece.
+            (lines(50, 100).into_bytes(), vec![2100, 2900]),
+            (lines(100, 100).into_bytes(), vec![2100, 2100, 2100, 3700]),
+            // No line end: a `>`, else a space; the first from byte 2048 on.
+            (alloc::format!("{}>{}", "b".repeat(2999), "c".repeat(2000)).into_bytes(), vec![3000, 2000]),
+            (alloc::format!("{}>{} {}", "b".repeat(2000), "c".repeat(999), "d".repeat(2000)).into_bytes(), vec![3001, 2000]),
+            // A line end too far (a piece at most 4096 bytes): the `>` before it.
+            (alloc::format!("{}>{}\n{}", "b".repeat(2100), "c".repeat(2000), "d".repeat(500)).into_bytes(), vec![2101, 2501]),
+            // Nothing to cut at: 2049 bytes.
+            ("e".repeat(5000).into_bytes(), vec![2049, 2951]),
+        ];
+        for (text, want) in cases {
+            let got: Vec<usize> = rawbody_pieces(&text).map(|r| r.len()).collect();
+            assert_eq!(got, want, "a text of {} bytes", text.len());
+            assert!(rawbody_pieces(&text).zip(rawbody_pieces(&text).skip(1)).all(|(a, b)| a.end == b.start));
+        }
+    }
 
     fn fold_all(pieces: &[&[u8]]) -> Vec<u8> {
         let mut w = BodyWriter::default();

@@ -325,6 +325,10 @@ pub(crate) struct TargetProgram {
     pub(crate) pattern_starts_match: Vec<bool>,
     /// Pattern index → what a text needs to hold one of its matches.
     pub(crate) pattern_needs: Vec<MatchNeeds>,
+    /// Pattern index → the most bytes a match of it spans, when a rawbody piece's
+    /// pattern has a bound ([`NO_BOUND`] otherwise): it is searched only that far around
+    /// its literals.
+    pub(crate) pattern_longest: Vec<u32>,
     /// Patterns with no literal and in no union: always run.
     pub(crate) unfiltered: Vec<u32>,
     /// Unfiltered patterns searched together: only the members a union finds run.
@@ -423,6 +427,8 @@ pub struct RuleSet {
     pub(crate) required: Score,
     pub(crate) body: TargetProgram,
     pub(crate) rawbody: TargetProgram,
+    /// The `rawbody` patterns that run on each piece of the text whole.
+    pub(crate) rawbody_pieces: TargetProgram,
     pub(crate) full: TargetProgram,
     pub(crate) uri: TargetProgram,
     pub(crate) header_targets: Vec<HeaderTarget>,
@@ -546,6 +552,44 @@ fn crosses_lines(hir: &Hir, depth: usize) -> bool {
     }
 }
 
+/// Whether a match of `hir` is anchored at its text's start or end (`^` or `$` without
+/// `/m`, `\A`, `\z`).
+fn anchors_text(hir: &Hir, depth: usize) -> bool {
+    if depth > META_DEPTH * 4 {
+        return true;
+    }
+    match hir.kind() {
+        HirKind::Look(look) => matches!(look, Look::Start | Look::End),
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) => false,
+        HirKind::Repetition(rep) => anchors_text(&rep.sub, depth + 1),
+        HirKind::Capture(c) => anchors_text(&c.sub, depth + 1),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().any(|h| anchors_text(h, depth + 1)),
+    }
+}
+
+/// [`TargetProgram::pattern_longest`] of a pattern whose matches have no known bound.
+pub(crate) const NO_BOUND: u32 = u32::MAX;
+
+/// The most bytes a match of a rawbody piece's pattern spans, as it is searched; for one
+/// that backtracks (its program searches a piece whole) [`NO_BOUND`].
+fn longest_match(p: &Pattern) -> u32 {
+    let Ok(hir) = p.translated().map_err(|_| ()).and_then(|t| parse_hir(&t).map_err(|_| ())) else { return NO_BOUND };
+    end_before_newline(&hir, 0).properties().maximum_len().and_then(|n| u32::try_from(n).ok()).unwrap_or(NO_BOUND)
+}
+
+/// Whether a `rawbody` pattern must run on each piece of the text whole
+/// ([`crate::msg::Message::rawbody_pieces`]) rather than line by line: a match of it,
+/// or what its lookaround reads, may hold a `\n`, or it is anchored at the piece's
+/// start or end (when unsure: yes).
+fn runs_on_pieces(p: &Pattern) -> bool {
+    let hir = match p.translated() {
+        Ok(t) => parse_hir(&t).ok(),
+        Err(why) if why.needs_backtracking() => perl::backtracking_hir(&p.perl).ok(),
+        Err(_) => None,
+    };
+    hir.is_none_or(|hir| crosses_lines(&hir, 0) || anchors_text(&hir, 0))
+}
+
 /// How the text a pattern runs on is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Span {
@@ -558,6 +602,8 @@ enum Span {
     /// The whole message (`full`): when the required literals start every match, it is
     /// searched only where they occur, so its DFA starts anchored too.
     Message,
+    /// A piece of a rawbody text, which may end with a `\n`: Perl's `$` holds before it.
+    Pieces,
 }
 
 /// Where a compile gets its dense DFAs.
@@ -578,6 +624,7 @@ fn pattern_key(tag: &[u8], source: &str, span: Span, dense_limit: usize) -> cach
         Span::Lines => b"lines",
         Span::LinesOnce => b"lines once",
         Span::Message => b"message",
+        Span::Pieces => b"pieces",
     };
     cache::key(&[
         tag,
@@ -660,6 +707,7 @@ fn compile_matcher(
     let exact = if span == Span::Lines { literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new) } else { None };
     let searched = match span {
         Span::Whole | Span::Message => hir,
+        Span::Pieces => end_before_newline(&hir, 0),
         Span::Lines | Span::LinesOnce => line_local(&hir, 0),
     };
     let needs = MatchNeeds { byte, room: MatchRoom::of(&searched) };
@@ -810,6 +858,28 @@ pub(super) fn nfa_compiler() -> thompson::Compiler {
     compiler
 }
 
+/// `hir` with Perl's `$` (and `\Z`) for a text that may end with a `\n`: the end
+/// holds before that `\n` too (the translation makes `$` the text's end). `\z` gets
+/// the same, having the same translation.
+pub(super) fn end_before_newline(hir: &Hir, depth: usize) -> Hir {
+    if depth > META_DEPTH * 4 {
+        return Hir::fail();
+    }
+    match hir.kind() {
+        HirKind::Look(Look::End) => {
+            let newline = Hir::repetition(Repetition { min: 0, max: Some(1), greedy: true, sub: alloc::boxed::Box::new(Hir::literal(*b"\n")) });
+            Hir::concat(alloc::vec![newline, Hir::look(Look::End)])
+        }
+        HirKind::Repetition(rep) => {
+            Hir::repetition(Repetition { sub: alloc::boxed::Box::new(end_before_newline(&rep.sub, depth + 1)), ..rep.clone() })
+        }
+        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(end_before_newline(&c.sub, depth + 1)), ..c.clone() }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| end_before_newline(h, depth + 1)).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(|h| end_before_newline(h, depth + 1)).collect()),
+        _ => hir.clone(),
+    }
+}
+
 /// `hir` made to match, in a text of many lines, exactly what it matches in each line
 /// alone: no match crosses a `\n` (classes and literals lose it) and `^`/`$` become
 /// line anchors. One search then covers every line of a text instead of one call a line.
@@ -954,6 +1024,21 @@ pub(crate) struct LiteralTable {
     users: Vec<Vec<u32>>,
 }
 
+/// Marks a user of rawbody's literal table that is a pattern of the pieces program.
+const PIECE_USER: u32 = 1 << 31;
+
+/// Rawbody's literal users split by program: (the line patterns', the pieces patterns'),
+/// each by literal id.
+fn split_users(users: Vec<Vec<u32>>) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    users
+        .into_iter()
+        .map(|u| {
+            let (pieces, lines): (Vec<u32>, Vec<u32>) = u.into_iter().partition(|&p| p & PIECE_USER != 0);
+            (lines, pieces.into_iter().map(|p| p & !PIECE_USER).collect())
+        })
+        .unzip()
+}
+
 impl LiteralTable {
     fn add(&mut self, lit: Vec<u8>, user: u32) -> u32 {
         let id = match self.ids.get(&lit) {
@@ -1019,6 +1104,7 @@ impl RuleSet {
             required: config.required_score,
             body: TargetProgram::default(),
             rawbody: TargetProgram::default(),
+            rawbody_pieces: TargetProgram::default(),
             full: TargetProgram::default(),
             uri: TargetProgram::default(),
             header_targets: Vec::new(),
@@ -1075,17 +1161,21 @@ impl RuleSet {
 
         // The prefilter tables and the unions are built while the eval rules and the metas compile.
         let plans = [
-            (&set.body, UnionKind::Dense),
-            (&set.rawbody, UnionKind::Dense),
-            (&set.uri, UnionKind::Dense),
-            (&set.body, UnionKind::Lazy),
-            (&set.rawbody, UnionKind::Lazy),
-            (&set.uri, UnionKind::Lazy),
+            ((&set.body, false), UnionKind::Dense),
+            ((&set.rawbody, false), UnionKind::Dense),
+            ((&set.uri, false), UnionKind::Dense),
+            ((&set.rawbody_pieces, true), UnionKind::Dense),
+            ((&set.body, false), UnionKind::Lazy),
+            ((&set.rawbody, false), UnionKind::Lazy),
+            ((&set.uri, false), UnionKind::Lazy),
+            ((&set.rawbody_pieces, true), UnionKind::Lazy),
         ]
         .map(|(program, kind)| UnionPlan::new(program, kind, config, &set.program_relaxed, &set.lazy_dfas, &mut dense));
-        let [t_body, t_raw, t_full, t_uri] = tables;
+        let [t_body, mut t_raw, t_full, t_uri] = tables;
+        // The pieces program's literals are in rawbody's table: one pass finds both's.
+        (t_raw.users, set.rawbody_pieces.literal_patterns) = split_users(core::mem::take(&mut t_raw.users));
         // Longest first: unions a cache lacks, the header table's Aho-Corasick DFA, then the body's NFA.
-        let [p_body, p_raw, p_uri, l_body, l_raw, l_uri] = &plans;
+        let [p_body, p_raw, p_uri, p_pieces, l_body, l_raw, l_uri, l_pieces] = &plans;
         let mut jobs = [
             Job(Work::Unions { plan: p_body, built: None }),
             Job(Work::Unions { plan: l_body, built: None }),
@@ -1093,6 +1183,8 @@ impl RuleSet {
             Job(Work::Unions { plan: p_uri, built: None }),
             Job(Work::Unions { plan: l_raw, built: None }),
             Job(Work::Unions { plan: l_uri, built: None }),
+            Job(Work::Unions { plan: p_pieces, built: None }),
+            Job(Work::Unions { plan: l_pieces, built: None }),
             Job(Work::Table { table: &header_table, built: None }),
             Job(Work::Table { table: &t_body, built: None }),
             Job(Work::Table { table: &t_uri, built: None }),
@@ -1108,8 +1200,8 @@ impl RuleSet {
             }
             set.compile_metas(config, &by_name);
         });
-        let [u_body, l_body, u_raw, u_uri, l_raw, l_uri, header, body, uri, raw, full] = jobs;
-        let grouped = [u_body, u_raw, u_uri, l_body, l_raw, l_uri].map(Job::into_unions);
+        let [u_body, l_body, u_raw, u_uri, l_raw, l_uri, u_pieces, l_pieces, header, body, uri, raw, full] = jobs;
+        let grouped = [u_body, u_raw, u_uri, u_pieces, l_body, l_raw, l_uri, l_pieces].map(Job::into_unions);
         let prefilters = [body.into_table()?, raw.into_table()?, full.into_table()?, uri.into_table()?];
         set.header_prefilter = header.into_table()?;
 
@@ -1127,14 +1219,18 @@ impl RuleSet {
             set.max_patterns = set.max_patterns.max(program.patterns.len());
             program.literal_patterns = table.users;
         }
+        // Rawbody's literal pass gathers the candidates of both its programs, each in
+        // its own range of the scratch's pattern slots.
+        set.max_patterns = set.max_patterns.max(set.rawbody.patterns.len() + set.rawbody_pieces.patterns.len());
         let max_hits: Vec<u32> = set.rules.iter().map(|r| r.max_hits).collect();
         let mut union_tables = TablePart::new(0, 0);
-        // The plans and their groups: the three targets' dense unions, then their lazy ones.
+        // The plans and their groups: the four programs' dense unions, then their lazy ones.
         for (i, (plan, built)) in plans.into_iter().zip(grouped).enumerate() {
-            let program = match i % 3 {
+            let program = match i % 4 {
                 0 => &mut set.body,
                 1 => &mut set.rawbody,
-                _ => &mut set.uri,
+                2 => &mut set.uri,
+                _ => &mut set.rawbody_pieces,
             };
             plan.finish(program, built, &max_hits, (&mut set.lazy_dfas, &mut union_tables), &mut dense);
         }
@@ -1176,7 +1272,7 @@ impl RuleSet {
     /// the tables (ids from 1): those parts.
     fn narrow_dense(&mut self, spread: Spread<'_>) -> Vec<TablePart> {
         let mut matchers: Vec<&mut Matcher> = Vec::new();
-        for program in [&mut self.body, &mut self.rawbody, &mut self.full, &mut self.uri] {
+        for program in [&mut self.body, &mut self.rawbody, &mut self.full, &mut self.uri, &mut self.rawbody_pieces] {
             matchers.extend(program.patterns.iter_mut().map(|p| &mut p.matcher));
         }
         for check in &mut self.headers {
@@ -1272,6 +1368,7 @@ impl RuleSet {
         }
         let target_program = |kind: &RuleKind| match kind {
             RuleKind::Body(_) => Some(0),
+            RuleKind::RawBody(p) if runs_on_pieces(p) => Some(4),
             RuleKind::RawBody(_) => Some(1),
             RuleKind::Full(_) => Some(2),
             RuleKind::Uri(_) => Some(3),
@@ -1283,6 +1380,7 @@ impl RuleSet {
                 let once = self.rules.get(rule as usize).is_some_and(|r| r.max_hits == 1);
                 let span = match (which, once) {
                     (2, _) => Span::Message,
+                    (4, _) => Span::Pieces,
                     (_, true) => Span::LinesOnce,
                     (_, false) => Span::Lines,
                 };
@@ -1296,6 +1394,7 @@ impl RuleSet {
                     0 => &mut self.body,
                     1 => &mut self.rawbody,
                     2 => &mut self.full,
+                    4 => &mut self.rawbody_pieces,
                     _ => &mut self.uri,
                 };
                 let index = program.patterns.len() as u32;
@@ -1304,9 +1403,10 @@ impl RuleSet {
                 let mut starts_match = false;
                 match built.required {
                     Some(req) => {
-                        if let Some(table) = tables.get_mut(which) {
+                        let (table, user) = if which == 4 { (1, index | PIECE_USER) } else { (which, index) };
+                        if let Some(table) = tables.get_mut(table) {
                             for lit in req.literals {
-                                own.push(table.add(lit, index));
+                                own.push(table.add(lit, user));
                             }
                         }
                         min_hits = req.min_hits;
@@ -1318,6 +1418,7 @@ impl RuleSet {
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_needs.push(built.needs);
+                program.pattern_longest.push(if which == 4 { longest_match(p) } else { NO_BOUND });
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact: built.exact });
                 Ok(())
             }
@@ -1754,7 +1855,7 @@ impl RuleSet {
                 Matcher::Backtrack { relaxed, .. } => matcher(relaxed),
             }
         }
-        let programs = [&self.body, &self.rawbody, &self.full, &self.uri];
+        let programs = self.target_programs();
         let mut total: usize = programs
             .iter()
             .map(|p| {
@@ -1930,6 +2031,12 @@ fn meta_steps(
 }
 
 impl RuleSet {
+    /// The programs of the rule types matched as texts: body, rawbody (by line and by
+    /// piece), full and uri.
+    pub(crate) fn target_programs(&self) -> [&TargetProgram; 5] {
+        [&self.body, &self.rawbody, &self.rawbody_pieces, &self.full, &self.uri]
+    }
+
     /// Whether a rule's translated pattern gets a dense DFA (`Ok(true)`) or a lazy one, built
     /// as the compile builds it (`lines`: for body, rawbody and uri); for the stock-rule tests.
     #[doc(hidden)]
@@ -2013,7 +2120,7 @@ pub(crate) mod tests {
             }
         }
         let rule = set.rules.iter().position(|r| r.name == name).expect("rule") as u32;
-        let targets = [&set.body, &set.rawbody, &set.full, &set.uri];
+        let targets = set.target_programs();
         let patterns = targets.iter().flat_map(|t| t.patterns.iter()).map(|p| (p.rule, &p.matcher));
         let headers = set.headers.iter().filter_map(|h| match &h.test {
             HeaderCheckTest::Matches(m) | HeaderCheckTest::NotMatches(m) => Some((h.rule, m)),
@@ -2045,7 +2152,7 @@ pub(crate) mod tests {
     fn no_dense_dfa_is_left() {
         let set = RuleSet::compile(&parse_str("default.cf", crate::rules::DEFAULT_RULES).expect("parse")).expect("compile");
         let mut own = 0;
-        for program in [&set.body, &set.rawbody, &set.full, &set.uri] {
+        for program in set.target_programs() {
             own += program.unions.iter().filter(|u| matches!(u.automaton, UnionAutomaton::Own)).count();
             for pattern in &program.patterns {
                 assert!(pattern.matcher.dense().is_none(), "rule {}", set.rules[pattern.rule as usize].name);
@@ -2424,11 +2531,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn rawbody_patterns_on_pieces_table() {
+        // (rawbody pattern, whether it runs on the text's pieces whole, not by line)
+        let cases: &[(&str, bool)] = &[
+            ("/foo bar/", false),
+            ("/a.b/", false),
+            ("/^foo/m", false),
+            ("/foo$/m", false),
+            ("/foo\\s+bar/", true),
+            ("/[^>]{3}/", true),
+            ("/(?s)a.b/", true),
+            ("/a\\nb/", true),
+            ("/^foo/", true),
+            ("/foo$/", true),
+            ("/\\Afoo/", true),
+            // Lookaround by what it reads; a backreference may read anything.
+            ("/a(?=b)/", false),
+            ("/a(?!\\s)/", true),
+            ("/a(?=b$)/", true),
+            ("/(a)\\1/", true),
+        ];
+        for &(pattern, pieces) in cases {
+            let set = RuleSet::compile(&parse_str("t.cf", &alloc::format!("rawbody R {pattern}\n")).expect("parse")).expect("compile");
+            assert_eq!((set.rawbody_pieces.patterns.len(), set.rawbody.patterns.len()), (usize::from(pieces), usize::from(!pieces)), "{pattern}");
+        }
+    }
+
+    #[test]
     fn cached_unions_table() {
         // Unions come from a warm cache as they were built, with no determinizing; an
         // edited member makes its target's unions build again. Lint builds none.
         let rules = "body A /\\d\\d-\\d\\d/\nbody B /[A-Z]{3}!/\nbody C /\\w\\?\\s/\n\
-                     rawbody R /^\\s*\\d{3}\\b/\nrawbody S /[a-z]{3}\\d{2}/\n";
+                     rawbody R /^[ \\t]*\\d{3}\\b/m\nrawbody S /[a-z]{3}\\d{2}/\n";
         let edited = rules.replace("[A-Z]{3}!", "[A-Z]{4}!");
         let message = b"Subject: u\r\n\r\ncall 12-34 now\r\n 123 WOW! ok\r\n";
         let shape = |set: &RuleSet| {

@@ -134,6 +134,14 @@ pub fn backtrack(perl: &str) -> Result<Backtrack, Unsupported> {
     backtrack::compile_extended(&extended).map_err(unsupported)
 }
 
+/// The backtracking translation of a Perl regex literal as a syntax tree: lookaround,
+/// atomic groups and backreferences are marked groups holding what they match or read.
+pub(crate) fn backtracking_hir(perl: &str) -> Result<regex_syntax::hir::Hir, Unsupported> {
+    let (body, flags) = split_literal(perl)?;
+    let extended = translate_backtracking(body, flags)?;
+    backtrack::parse_sub(&extended).map_err(unsupported)
+}
+
 /// [`backtrack()`]'s relaxed form, one for each bound above which counted repetitions
 /// are opened, without the program.
 pub(crate) fn relaxed_forms(perl: &str, bounds: &[u32]) -> Result<Vec<String>, Unsupported> {

@@ -16,7 +16,7 @@ use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{build_lazy, build_nfa_many, line_local, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, build_nfa_many, end_before_newline, line_local, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::narrow::{NarrowDfa, NarrowTables, Placed, TablePart};
 use super::{Config, RuleKind};
@@ -547,6 +547,8 @@ impl Grouped {
 /// compile: the groups a cache knew, and the regexes of the candidates left to group.
 pub(crate) struct UnionPlan {
     kind: UnionKind,
+    /// Its members run on rawbody's pieces whole, not on lines.
+    pieces: bool,
     /// Unfiltered patterns with a DFA (or screen) of this kind, smallest first.
     candidates: Vec<u32>,
     /// The cache's name for this list of candidates; none without a cache.
@@ -565,14 +567,14 @@ impl UnionPlan {
     /// lazy DFAs. A cache's groups are taken as they are; what it lacks is grouped
     /// again by [`group`] (a job).
     pub(super) fn new(
-        program: &TargetProgram,
+        (program, pieces): (&TargetProgram, bool),
         kind: UnionKind,
         config: &Config,
         relaxed: &[String],
         lazy: &[hybrid::dfa::DFA],
         dense: &mut Dense<'_>,
     ) -> UnionPlan {
-        let mut plan = UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
+        let mut plan = UnionPlan { kind, pieces, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
         if matches!(dense, Dense::Skip) {
             return plan;
         }
@@ -614,9 +616,11 @@ impl UnionPlan {
                 named.extend_from_slice(&(text.len() as u32).to_le_bytes());
                 named.extend_from_slice(text.as_bytes());
             }
-            let (tag, limit) = match kind {
-                UnionKind::Dense => (&b"unions"[..], UNION_LIMIT),
-                UnionKind::Lazy => (&b"lazy unions"[..], LAZY_UNION_STATES),
+            let (tag, limit) = match (kind, pieces) {
+                (UnionKind::Dense, false) => (&b"unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, false) => (&b"lazy unions"[..], LAZY_UNION_STATES),
+                (UnionKind::Dense, true) => (&b"piece unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, true) => (&b"lazy piece unions"[..], LAZY_UNION_STATES),
             };
             let list = cache::key(&[tag, &named, &limit.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
             let mut covered = 0usize;
@@ -779,14 +783,15 @@ fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]
 /// automaton), none for a regex that fits with no neighbour (or is missing or does not
 /// parse).
 pub(super) fn group(plan: &UnionPlan) -> Vec<Group> {
+    let local = if plan.pieces { end_before_newline } else { line_local };
     match plan.kind {
-        UnionKind::Dense => group_dense(&plan.sources),
-        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes),
+        UnionKind::Dense => group_dense(&plan.sources, local),
+        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes, local),
     }
 }
 
 /// Dense unions, each under [`UNION_LIMIT`].
-fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
+fn group_dense(sources: &[Option<String>], local: fn(&Hir, usize) -> Hir) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
@@ -796,7 +801,7 @@ fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
             groups.push(Group { members: 1, automaton: None });
             continue;
         };
-        current.push(line_local(&hir, 0));
+        current.push(local(&hir, 0));
         if current.len() == 1 {
             continue;
         }
@@ -816,7 +821,7 @@ fn group_dense(sources: &[Option<String>]) -> Vec<Group> {
 
 /// Lazy unions, each of at most [`LAZY_UNION_STATES`] NFA states (`sizes`: each
 /// source's) unless one pattern alone has more.
-fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
+fn group_lazy(sources: &[Option<String>], sizes: &[usize], local: fn(&Hir, usize) -> Hir) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut states = 0usize;
@@ -836,7 +841,7 @@ fn group_lazy(sources: &[Option<String>], sizes: &[usize]) -> Vec<Group> {
             states = 0;
         }
         states += size;
-        current.push(line_local(&hir, 0));
+        current.push(local(&hir, 0));
     }
     close_lazy(&mut groups, &mut current);
     groups
@@ -886,7 +891,7 @@ mod tests {
 
     /// A plan of `kind` left to group `sources` (NFA `sizes` for a lazy one).
     fn plan(kind: UnionKind, sources: &[&str], sizes: &[usize]) -> UnionPlan {
-        UnionPlan { kind, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
+        UnionPlan { kind, pieces: false, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
     }
 
     /// (kind, regexes, NFA sizes for lazy ones, members of each run: a union from 2 up, 1 alone)
