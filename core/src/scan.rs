@@ -1292,12 +1292,13 @@ fn run_whole_pattern(
     let longest = program.pattern_longest.get(p as usize).copied().unwrap_or(NO_BOUND);
     let bounded = longest != NO_BOUND && matches!(pattern.matcher, Matcher::Dense(_) | Matcher::Narrow(_) | Matcher::Lazy(_));
     let mut pieces = pieces.peekable();
+    let first = pieces.next();
     // Of several pieces, only those holding one of its literals can match.
     let places = (bounded || pieces.peek().is_some())
         && program.pattern_literals.get(p as usize).is_some_and(|lits| !lits.is_empty())
         && candidate_starts(program, p, s);
     let mut n = 0;
-    for piece in pieces {
+    for piece in first.into_iter().chain(pieces) {
         if n >= max {
             break;
         }
@@ -1627,6 +1628,21 @@ mod tests {
             ("rawbody R /a\\n+a/", &["R"]),
         ];
         assert_hits(&long, cases);
+        // Counted matches of patterns searched only around their literals, over two
+        // pieces: as many as SpamAssassin counts.
+        let mut html = String::from("Subject: windows\nContent-Type: text/html\n\n");
+        for i in 0..90 {
+            html.push_str(&std::format!("filler line {i:02} with some words in it to make it longer\n"));
+            if i % 7 == 3 {
+                html.push_str(&std::format!("<font color=red\nsize={}>x</font> <font size=9>y</font>\n", i % 5));
+            }
+        }
+        let cases: &[(&str, &[&str])] = &[
+            ("rawbody __R /<font[^>]{0,20}size=\\d/i\ntflags __R multiple\nmeta M __R == 26", &["M"]),
+            ("rawbody __R /<font\\s+color=red\\s+size=[0-4]/i\ntflags __R multiple\nmeta M __R == 13", &["M"]),
+            ("rawbody __R /size=\\d>x<\\/font>\\s<font/i\ntflags __R multiple\nmeta M __R == 13", &["M"]),
+        ];
+        assert_hits(&html, cases);
     }
 
     trait AddLine {
