@@ -253,6 +253,41 @@ def spamd_request(port, command, body=b"", timeout=SA_TIMEOUT):
     return headers, rest
 
 
+def log_tail(path):
+    """The end of a daemon's log, for an error message."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()[-800:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def wait_for_pong(name, proc, port, wait, pause, log_path):
+    """Waits until the daemon `proc` started answers PING on `port`, at most `wait` s."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise HarnessError(f"{name} exited with {proc.returncode}: {log_tail(log_path)}")
+        try:
+            headers, _ = spamd_request(port, "PING", timeout=5.0)
+            if "PONG" in headers["status"]:
+                return
+        except OSError:
+            pass
+        time.sleep(pause)
+    raise HarnessError(f"{name} gave no PONG within {wait:.0f} s: {log_tail(log_path)}")
+
+
+def terminate(proc):
+    """Stops a daemon: TERM, then KILL after 15 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Spamd:
     """The real spamd on loopback, started and always stopped by this harness."""
 
@@ -291,25 +326,7 @@ class Spamd:
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise HarnessError(f"spamd exited with {self.proc.returncode}: {self.log_tail()}")
-            try:
-                headers, _ = spamd_request(self.port, "PING", timeout=5.0)
-                if "PONG" in headers["status"]:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise HarnessError(f"spamd gave no PONG within {wait:.0f} s: {self.log_tail()}")
-
-    def log_tail(self):
-        try:
-            with open(self.log_path, "rb") as handle:
-                return handle.read()[-800:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        wait_for_pong("spamd", self.proc, self.port, wait, 0.5, self.log_path)
 
     def _children(self):
         pids = []
@@ -332,12 +349,7 @@ class Spamd:
             return
         if self.proc.poll() is None:
             children = self._children()
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            terminate(self.proc)
             for pid in children:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -425,37 +437,14 @@ class SiftDaemon:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(self.cmd + ["-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise HarnessError(f"siftd exited with {self.proc.returncode}: {self.log_tail()}")
-            try:
-                headers, _ = spamd_request(self.port, "PING", timeout=5.0)
-                if "PONG" in headers["status"]:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise HarnessError(f"siftd gave no PONG within {wait:.0f} s: {self.log_tail()}")
-
-    def log_tail(self):
-        try:
-            with open(self.log_path, "rb") as handle:
-                return handle.read()[-800:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        wait_for_pong("siftd", self.proc, self.port, wait, 0.2, self.log_path)
 
     def stop(self):
         """Stops the siftd this object started; its children leave with their master."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            terminate(self.proc)
         self.proc = None
 
 

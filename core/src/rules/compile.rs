@@ -858,58 +858,55 @@ pub(super) fn nfa_compiler() -> thompson::Compiler {
     compiler
 }
 
+/// `hir` with each leaf (literal, class, look) `leaf` rewrites replaced, the rest kept:
+/// the frame of [`end_before_newline`] and [`line_local`].
+fn map_leaves(hir: &Hir, depth: usize, leaf: &dyn Fn(&Hir) -> Option<Hir>) -> Hir {
+    if depth > META_DEPTH * 4 {
+        return Hir::fail();
+    }
+    let map = |sub: &Hir| map_leaves(sub, depth + 1, leaf);
+    match hir.kind() {
+        HirKind::Repetition(rep) => Hir::repetition(Repetition { sub: alloc::boxed::Box::new(map(&rep.sub)), ..rep.clone() }),
+        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(map(&c.sub)), ..c.clone() }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(map).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(map).collect()),
+        _ => leaf(hir).unwrap_or_else(|| hir.clone()),
+    }
+}
+
 /// `hir` with Perl's `$` (and `\Z`) for a text that may end with a `\n`: the end
 /// holds before that `\n` too (the translation makes `$` the text's end). `\z` gets
 /// the same, having the same translation.
 pub(super) fn end_before_newline(hir: &Hir, depth: usize) -> Hir {
-    if depth > META_DEPTH * 4 {
-        return Hir::fail();
-    }
-    match hir.kind() {
+    map_leaves(hir, depth, &|leaf| match leaf.kind() {
         HirKind::Look(Look::End) => {
             let newline = Hir::repetition(Repetition { min: 0, max: Some(1), greedy: true, sub: alloc::boxed::Box::new(Hir::literal(*b"\n")) });
-            Hir::concat(alloc::vec![newline, Hir::look(Look::End)])
+            Some(Hir::concat(alloc::vec![newline, Hir::look(Look::End)]))
         }
-        HirKind::Repetition(rep) => {
-            Hir::repetition(Repetition { sub: alloc::boxed::Box::new(end_before_newline(&rep.sub, depth + 1)), ..rep.clone() })
-        }
-        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(end_before_newline(&c.sub, depth + 1)), ..c.clone() }),
-        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| end_before_newline(h, depth + 1)).collect()),
-        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(|h| end_before_newline(h, depth + 1)).collect()),
-        _ => hir.clone(),
-    }
+        _ => None,
+    })
 }
 
 /// `hir` made to match, in a text of many lines, exactly what it matches in each line
 /// alone: no match crosses a `\n` (classes and literals lose it) and `^`/`$` become
 /// line anchors. One search then covers every line of a text instead of one call a line.
 pub(super) fn line_local(hir: &Hir, depth: usize) -> Hir {
-    if depth > META_DEPTH * 4 {
-        return Hir::fail();
-    }
-    let newline = ClassBytes::new([ClassBytesRange::new(b'\n', b'\n')]);
-    match hir.kind() {
-        HirKind::Literal(lit) if lit.0.contains(&b'\n') => Hir::fail(),
+    map_leaves(hir, depth, &|leaf| match leaf.kind() {
+        HirKind::Literal(lit) if lit.0.contains(&b'\n') => Some(Hir::fail()),
         HirKind::Class(Class::Bytes(c)) => {
             let mut c = c.clone();
-            c.difference(&newline);
-            Hir::class(Class::Bytes(c))
+            c.difference(&ClassBytes::new([ClassBytesRange::new(b'\n', b'\n')]));
+            Some(Hir::class(Class::Bytes(c)))
         }
         HirKind::Class(Class::Unicode(c)) => {
             let mut c = c.clone();
             c.difference(&ClassUnicode::new([ClassUnicodeRange::new('\n', '\n')]));
-            Hir::class(Class::Unicode(c))
+            Some(Hir::class(Class::Unicode(c)))
         }
-        HirKind::Look(Look::Start) => Hir::look(Look::StartLF),
-        HirKind::Look(Look::End) => Hir::look(Look::EndLF),
-        HirKind::Repetition(rep) => {
-            Hir::repetition(Repetition { sub: alloc::boxed::Box::new(line_local(&rep.sub, depth + 1)), ..rep.clone() })
-        }
-        HirKind::Capture(c) => Hir::capture(Capture { sub: alloc::boxed::Box::new(line_local(&c.sub, depth + 1)), ..c.clone() }),
-        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| line_local(h, depth + 1)).collect()),
-        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(|h| line_local(h, depth + 1)).collect()),
-        _ => hir.clone(),
-    }
+        HirKind::Look(Look::Start) => Some(Hir::look(Look::StartLF)),
+        HirKind::Look(Look::End) => Some(Hir::look(Look::EndLF)),
+        _ => None,
+    })
 }
 
 /// A dense DFA, or `None` when it would exceed `dense_limit` bytes; `anchored`: one that
