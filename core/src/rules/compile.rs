@@ -570,24 +570,24 @@ fn anchors_text(hir: &Hir, depth: usize) -> bool {
 /// [`TargetProgram::pattern_longest`] of a pattern whose matches have no known bound.
 pub(crate) const NO_BOUND: u32 = u32::MAX;
 
-/// The most bytes a match of a rawbody piece's pattern spans, as it is searched; for one
-/// that backtracks (its program searches a piece whole) [`NO_BOUND`].
-fn longest_match(p: &Pattern) -> u32 {
-    let Ok(hir) = p.translated().map_err(|_| ()).and_then(|t| parse_hir(&t).map_err(|_| ())) else { return NO_BOUND };
-    end_before_newline(&hir, 0).properties().maximum_len().and_then(|n| u32::try_from(n).ok()).unwrap_or(NO_BOUND)
-}
-
-/// Whether a `rawbody` pattern must run on each piece of the text whole
-/// ([`crate::msg::Message::rawbody_pieces`]) rather than line by line: a match of it,
-/// or what its lookaround reads, may hold a `\n`, or it is anchored at the piece's
-/// start or end (when unsure: yes).
-fn runs_on_pieces(p: &Pattern) -> bool {
-    let hir = match p.translated() {
-        Ok(t) => parse_hir(&t).ok(),
-        Err(why) if why.needs_backtracking() => perl::backtracking_hir(&p.perl).ok(),
-        Err(_) => None,
+/// For a `rawbody` pattern that must run on each piece of the text whole
+/// ([`crate::msg::Message::rawbody_pieces`]) rather than line by line, the most bytes a
+/// match of it spans as it is searched ([`NO_BOUND`] for none known, or when it
+/// backtracks: its program searches a piece whole); `None` for one that runs on lines.
+/// A pattern runs on pieces when a match of it, or what its lookaround reads, may hold a
+/// `\n`, or when it is anchored at the piece's start or end (when unsure: it does).
+fn piece_bound(p: &Pattern) -> Option<u32> {
+    let (hir, backtracks) = match p.translated() {
+        Ok(t) => (parse_hir(&t).ok(), false),
+        Err(why) if why.needs_backtracking() => (perl::backtracking_hir(&p.perl).ok(), true),
+        Err(_) => (None, true),
     };
-    hir.is_none_or(|hir| crosses_lines(&hir, 0) || anchors_text(&hir, 0))
+    let Some(hir) = hir else { return Some(NO_BOUND) };
+    if !crosses_lines(&hir, 0) && !anchors_text(&hir, 0) {
+        return None;
+    }
+    let longest = end_before_newline(&hir, 0).properties().maximum_len().and_then(|n| u32::try_from(n).ok());
+    Some(longest.filter(|_| !backtracks).unwrap_or(NO_BOUND))
 }
 
 /// How the text a pattern runs on is cut.
@@ -1363,9 +1363,13 @@ impl RuleSet {
             // Never run: neither its automaton nor a cache entry for it is needed.
             return Ok(());
         }
+        let on_pieces = match &def.kind {
+            RuleKind::RawBody(p) => piece_bound(p),
+            _ => None,
+        };
         let target_program = |kind: &RuleKind| match kind {
             RuleKind::Body(_) => Some(0),
-            RuleKind::RawBody(p) if runs_on_pieces(p) => Some(4),
+            RuleKind::RawBody(_) if on_pieces.is_some() => Some(4),
             RuleKind::RawBody(_) => Some(1),
             RuleKind::Full(_) => Some(2),
             RuleKind::Uri(_) => Some(3),
@@ -1415,7 +1419,7 @@ impl RuleSet {
                 program.pattern_min_hits.push(min_hits);
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_needs.push(built.needs);
-                program.pattern_longest.push(if which == 4 { longest_match(p) } else { NO_BOUND });
+                program.pattern_longest.push(on_pieces.unwrap_or(NO_BOUND));
                 program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact: built.exact });
                 Ok(())
             }
