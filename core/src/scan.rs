@@ -1619,7 +1619,8 @@ mod tests {
         ];
         assert_hits(parts, cases);
         // A text of more than 4 KiB is cut at the first line end from byte 2048 on.
-        let long = std::format!("Subject: long\n\n{}{}X\nY{}", "a".repeat(99).add_line().repeat(20), "c".repeat(60), "b".repeat(99).add_line().repeat(30));
+        let (a_lines, b_lines) = (std::format!("{}\n", "a".repeat(99)).repeat(20), std::format!("{}\n", "b".repeat(99)).repeat(30));
+        let long = std::format!("Subject: long\n\n{a_lines}{}X\nY{b_lines}", "c".repeat(60));
         let cases: &[(&str, &[&str])] = &[
             ("rawbody R /X\\nY/", &[]),
             ("rawbody R /X$/", &["R"]),
@@ -1643,17 +1644,6 @@ mod tests {
             ("rawbody __R /size=\\d>x<\\/font>\\s<font/i\ntflags __R multiple\nmeta M __R == 13", &["M"]),
         ];
         assert_hits(&html, cases);
-    }
-
-    trait AddLine {
-        fn add_line(self) -> String;
-    }
-
-    impl AddLine for String {
-        fn add_line(mut self) -> String {
-            self.push('\n');
-            self
-        }
     }
 
     #[test]
