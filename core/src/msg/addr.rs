@@ -69,14 +69,18 @@ fn domain_char(b: u8) -> bool {
 
 /// End of `header_address_mailre` matched at `i`.
 fn mailre_end(s: &[u8], i: usize) -> Option<usize> {
-    let mut j = if s.get(i) == Some(&b'"') {
-        quoted_end(s, i)?
-    } else {
-        let n = s.get(i..)?.iter().take_while(|&&b| local_char(b)).count();
-        if n == 0 {
-            return None;
+    // A quoted local part, or else (as Perl backtracks into the other alternative) an
+    // unquoted one, whose bytes may be quotes too: `"Name"user@host`.
+    let quoted = (s.get(i) == Some(&b'"')).then(|| quoted_end(s, i)).flatten().filter(|&j| s.get(j) == Some(&b'@'));
+    let mut j = match quoted {
+        Some(j) => j,
+        None => {
+            let n = s.get(i..)?.iter().take_while(|&&b| local_char(b)).count();
+            if n == 0 {
+                return None;
+            }
+            i + n
         }
-        i + n
     };
     if s.get(j) != Some(&b'@') {
         return None;
@@ -418,6 +422,8 @@ mod tests {
         (b"a@b.com <c@d.com>", b"c@d.com", b"a@b.com"),
         (b"", b"", b""),
         (b" Folded\n Name <f@example.org>", b"f@example.org", b"Folded Name"),
+        // A quoted name run into the local part is part of the address.
+        (b"\"Bannedcd\"eowu345@yahoo.com", b"\"Bannedcd\"eowu345@yahoo.com", b""),
     ];
 
     #[test]
