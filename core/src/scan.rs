@@ -1121,8 +1121,9 @@ fn run_candidate(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanS
     // Only lines holding one of its literals can match (a pattern that is only
     // literals counts them over the lines from first to last at once). Lines next to
     // each other are searched as one text, which most often does not match.
+    let floor = searched_from(pattern, text);
     if pattern.exact.is_none() && candidate_lines(program, p, text, s) {
-        let mut j = 0;
+        let mut j = s.starts.partition_point(|&start| (start as usize) < floor);
         while let Some(&start) = s.starts.get(j) {
             let max = state.max_hits(pattern.rule);
             if max == 0 {
@@ -1145,9 +1146,18 @@ fn run_candidate(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanS
         }
         return;
     }
-    let lines = text.get(line_start(text, first as usize)..line_end(text, last as usize)).unwrap_or(&[]);
-    let n = count_pattern_in_lines(pattern, lines, state.max_hits(pattern.rule), &mut s.engines);
+    let (start, end) = (line_start(text, first as usize).max(floor), line_end(text, last as usize));
+    let n = count_pattern_in_lines(pattern, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
+}
+
+/// Where in `text` line pattern `pattern` is searched from: past the first line, the
+/// Subject, for a body rule with `tflags nosubject`, else the start.
+fn searched_from(pattern: &CompiledPattern, text: &[u8]) -> usize {
+    match pattern.skips_subject {
+        true => memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1),
+        false => 0,
+    }
 }
 
 /// Takes what `union` found for its members: the members found by bit and where each
@@ -1180,6 +1190,7 @@ fn take_union(
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
+    let from = from.max(searched_from(pattern, text));
     // No match starts before the line of the first byte every match needs.
     let from = match &needs.byte {
         _ if s.no_room(needs.room, text) => None,
@@ -1644,6 +1655,31 @@ mod tests {
             ("rawbody __R /size=\\d>x<\\/font>\\s<font/i\ntflags __R multiple\nmeta M __R == 13", &["M"]),
         ];
         assert_hits(&html, cases);
+    }
+
+    #[test]
+    fn nosubject_body_rules_skip_the_subject_table() {
+        // (message, rules, hits), each row as SpamAssassin 4.0.1 answers it: a body rule
+        // with `tflags nosubject` does not see the first line, the Subject; literal,
+        // unfiltered and union-mate patterns alike.
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("Subject: hello there\n\n \n", "body __B /\\S/\ntflags __B nosubject\nmeta M !__B", &["M"]),
+            ("Subject: hello there\n\n \n", "body __B /\\S/\nmeta M !__B", &[]),
+            ("Subject: hello there\n\nsay hello\n\nhello again\n", "body __B /\\S/\ntflags __B nosubject\nmeta M !__B", &[]),
+            ("Subject: hello there\n\nsay hello\n\nhello again\n", "body __C /hello/\ntflags __C nosubject multiple\nmeta M __C == 2", &["M"]),
+            ("Subject: hello there\n\nsay hello\n\nhello again\n", "body __C /hello/\ntflags __C multiple\nmeta M __C == 3", &["M"]),
+            ("Subject: hello there\n\nsay hello\n\nhello again\n", "body __C /there/\ntflags __C nosubject\nmeta M !__C", &["M"]),
+            ("Subject: hello there\n\nsay hello\n\nhello again\n", "body __C /[a-z]{5}/\ntflags __C nosubject multiple\nmeta M __C == 3", &["M"]),
+            (
+                "Subject: hello there\n\nsay hello\n\nhello again\n",
+                "body __C /[a-z]{5}/\ntflags __C nosubject multiple\nbody __D /[a-y]{5}/\ntflags __D multiple\nmeta M __C == 3 && __D == 5",
+                &["M"],
+            ),
+            ("Subject: hello\n\nno way\n", "body __C /[a-z]{5}/\ntflags __C nosubject\nbody __D /[a-y]{6}/\nmeta M !__C && !__D", &["M"]),
+        ];
+        for (message, rules, want) in cases {
+            assert_hits(message, &[(rules, want)]);
+        }
     }
 
     #[test]

@@ -308,6 +308,9 @@ pub(crate) struct CompiledPattern {
     /// For a line pattern counting many hits that is only a few literals: they count
     /// its matches without the matcher.
     pub(crate) exact: Option<alloc::boxed::Box<literal::ExactLiterals>>,
+    /// A body rule's with `tflags nosubject`: the text's first line, the Subject, is
+    /// not searched.
+    pub(crate) skips_subject: bool,
 }
 
 /// The patterns of one target (body, rawbody, full or uri) with their prefilter.
@@ -1420,7 +1423,8 @@ impl RuleSet {
                 program.pattern_starts_match.push(starts_match);
                 program.pattern_needs.push(built.needs);
                 program.pattern_longest.push(on_pieces.unwrap_or(NO_BOUND));
-                program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact: built.exact });
+                let skips_subject = which == 0 && def.tflags.nosubject;
+                program.patterns.push(CompiledPattern { rule, matcher: built.matcher, exact: built.exact, skips_subject });
                 Ok(())
             }
             RuleKind::Header(h) => {

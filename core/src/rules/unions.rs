@@ -587,7 +587,8 @@ impl UnionPlan {
             .unfiltered
             .iter()
             .filter_map(|&p| {
-                let compiled = program.patterns.get(p as usize)?;
+                // A union's hit may be in the Subject, which such a pattern skips.
+                let compiled = program.patterns.get(p as usize).filter(|c| !c.skips_subject)?;
                 let screen = match &compiled.matcher {
                     Matcher::Backtrack { relaxed, .. } => &**relaxed,
                     m => m,
