@@ -19,7 +19,7 @@ use crate::rules::{HeaderField, HeaderForm, RuleSet};
 use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram, NO_BOUND};
 use crate::rules::demand::{DemandScratch, STAGES};
 use crate::rules::narrow::NarrowTables;
-use crate::rules::unions::{Union, UnionAutomaton, UNION_MEMBERS};
+use crate::rules::unions::{Member, Union, UnionAutomaton, UNION_MEMBERS};
 use crate::score::Score;
 
 /// Per-worker state of scans: message buffers, hit counts, DFA caches.
@@ -1173,14 +1173,18 @@ fn take_union(
     probe: &mut impl Probe,
 ) {
     for (bit, &p) in union.members.iter().enumerate() {
-        let first_end = found.and_then(|(_, ends)| ends.get(bit).copied()).unwrap_or(0);
-        let bit = 1u64 << bit;
-        match (found, program.patterns.get(p as usize)) {
-            (Some((found, _)), _) if found & bit == 0 => {}
-            (Some(_), Some(pattern)) if union.decided & bit != 0 => state.add(pattern.rule, 1),
-            // No line before the one of the member's first match in the union can match.
-            (Some(_), _) => run_unfiltered(program, p, text, line_start(text, first_end as usize), state, s, probe),
-            (None, _) => run_unfiltered(program, p, text, 0, state, s, probe),
+        match union.member(found.map(|(found, _)| found), bit) {
+            Member::Absent => {}
+            Member::Hit => {
+                if let Some(pattern) = program.patterns.get(p as usize) {
+                    state.add(pattern.rule, 1);
+                }
+            }
+            Member::Search => {
+                // No line before the one of the member's first match in the union can match.
+                let from = found.and_then(|(_, ends)| ends.get(bit).copied()).map_or(0, |end| line_start(text, end as usize));
+                run_unfiltered(program, p, text, from, state, s, probe);
+            }
         }
     }
 }
@@ -1252,12 +1256,11 @@ fn run_whole(
             let found = union.finds(hay, 0, &mut first_ends, (&program.patterns, s.engines.narrow), |i| s.engines.lazy(i));
             probe.spent(Cost::Unions(target), started);
             for (bit, &p) in union.members.iter().enumerate() {
-                let bit = 1u64 << bit;
                 let Some(pattern) = program.patterns.get(p as usize) else { continue };
-                match found {
-                    Some(found) if found & bit == 0 => {}
-                    Some(_) if union.decided & bit != 0 => state.add(pattern.rule, 1),
-                    _ => {
+                match union.member(found, bit) {
+                    Member::Absent => {}
+                    Member::Hit => state.add(pattern.rule, 1),
+                    Member::Search => {
                         let started = probe.now();
                         let n = count_matches(&pattern.matcher, hay, state.max_hits(pattern.rule), &mut s.engines);
                         state.add(pattern.rule, n);

@@ -65,7 +65,29 @@ pub(crate) struct Union {
     pub(crate) decided: u64,
 }
 
+/// What a union's walk says of one member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Member {
+    /// It matches nowhere in the text walked.
+    Absent,
+    /// Its hit in the union is its result.
+    Hit,
+    /// It must search the text itself (found, or the walk failed).
+    Search,
+}
+
 impl Union {
+    /// What `found`, a walk's members by bit (none when the walk failed), says of
+    /// member `bit`.
+    pub(crate) fn member(&self, found: Option<u64>, bit: usize) -> Member {
+        let bit = 1u64 << bit;
+        match found {
+            Some(found) if found & bit == 0 => Member::Absent,
+            Some(_) if self.decided & bit != 0 => Member::Hit,
+            _ => Member::Search,
+        }
+    }
+
     /// The members with a match in `text`, as bits by pattern id, and in `first_ends`
     /// by pattern id where the first match of each found one ends; `None` when the
     /// search failed and every member must search itself. One pass over the text, which
