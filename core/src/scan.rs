@@ -16,7 +16,7 @@ use crate::rules::backtrack::{BacktrackScratch, Program};
 use crate::rules::literal::LiteralAutomaton;
 use crate::rules::repeat::ENDS_START;
 use crate::rules::{HeaderField, HeaderForm, RuleSet};
-use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, MatchRoom, Matcher, RuleType, TargetProgram, NO_BOUND};
+use crate::rules::compile::{eval_meta, CompiledPattern, HeaderCheckTest, LineEnds, MatchNeeds, MatchRoom, Matcher, RuleType, TargetProgram, NO_BOUND};
 use crate::rules::demand::{DemandScratch, STAGES};
 use crate::rules::narrow::NarrowTables;
 use crate::rules::unions::{Member, Union, UnionAutomaton, UNION_MEMBERS};
@@ -359,7 +359,7 @@ impl RuleSet {
                     let whole = core::iter::once(0..message.raw().len());
                     run_whole(&self.full, (stage, Literals::Own), (message.raw(), whole), &mut state, &mut lines, probe);
                 }
-                RuleType::Body => run_lines(&self.body, (stage, Literals::Own), message.body(), &mut state, &mut lines, probe),
+                RuleType::Body => run_lines(&self.body, (stage, Literals::Own), message.body_lines(), &mut state, &mut lines, probe),
                 RuleType::RawBody => {
                     // One literal pass for both programs, which share its table; pieces
                     // first: the line pass decides its deferred rules once every rawbody
@@ -1136,18 +1136,19 @@ fn run_candidate(program: &TargetProgram, p: u32, text: &[u8], state: &mut ScanS
                 end = line_end(text, next as usize);
                 j += 1;
             }
-            let lines = text.get(start..end).unwrap_or(&[]);
+            let lines = text.get(start..past_line_end(program, text, end)).unwrap_or(&[]);
             let n = if end == first_end {
                 count_matches(&pattern.matcher, lines, max, &mut s.engines)
             } else {
-                count_in_lines(&pattern.matcher, lines, max, &mut s.engines)
+                count_in_lines(&pattern.matcher, (lines, program.line_ends), max, &mut s.engines)
             };
             state.add(pattern.rule, n);
         }
         return;
     }
-    let (start, end) = (line_start(text, first as usize).max(floor), line_end(text, last as usize));
-    let n = count_pattern_in_lines(pattern, text.get(start..end).unwrap_or(&[]), state.max_hits(pattern.rule), &mut s.engines);
+    let (start, end) = (line_start(text, first as usize).max(floor), past_line_end(program, text, line_end(text, last as usize)));
+    let lines = text.get(start..end).unwrap_or(&[]);
+    let n = count_pattern_in_lines(pattern, (lines, program.line_ends), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
 }
 
@@ -1181,11 +1182,24 @@ fn take_union(
                 }
             }
             Member::Search => {
-                // No line before the one of the member's first match in the union can match.
-                let from = found.and_then(|(_, ends)| ends.get(bit).copied()).map_or(0, |end| line_start(text, end as usize));
+                // No line before the one of the member's first match in the union can match
+                // (that match may end past its line's `\n`).
+                let from = found.and_then(|(_, ends)| ends.get(bit).copied()).map_or(0, |end| line_start(text, (end as usize).saturating_sub(1)));
                 run_unfiltered(program, p, text, from, state, s, probe);
             }
         }
+    }
+}
+
+/// The lines an unfiltered pattern needing `needs` is searched in, of `text` (all of
+/// the pass's), and how they end. In the body, one that may match empty sees them
+/// without their `\n`: it would match after each, where SpamAssassin's lines have
+/// nothing (so neither after the text's final one).
+fn lines_of<'t>(program: &TargetProgram, needs: &MatchNeeds, text: &'t [u8]) -> (&'t [u8], LineEnds) {
+    match (program.line_ends, text.split_last()) {
+        (LineEnds::Newline, Some((b'\n', lines))) if needs.room.empty => (lines, LineEnds::Bare),
+        (LineEnds::Newline, _) if needs.room.empty => (text, LineEnds::Bare),
+        (ends, _) => (text, ends),
     }
 }
 
@@ -1194,6 +1208,7 @@ fn take_union(
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
+    let (text, _) = lines_of(program, needs, text);
     let from = from.max(searched_from(pattern, text));
     // No match starts before the line of the first byte every match needs.
     let from = match &needs.byte {
@@ -1212,8 +1227,9 @@ fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, sta
 
 /// Counts the matches of line pattern `p` in the lines of `text` from line start `from`.
 fn search_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>) {
-    let Some(pattern) = program.patterns.get(p as usize) else { return };
-    let n = count_pattern_in_lines(pattern, text.get(from..).unwrap_or_default(), state.max_hits(pattern.rule), &mut s.engines);
+    let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
+    let (text, ends) = lines_of(program, needs, text);
+    let n = count_pattern_in_lines(pattern, (text.get(from..).unwrap_or_default(), ends), state.max_hits(pattern.rule), &mut s.engines);
     state.add(pattern.rule, n);
 }
 
@@ -1377,11 +1393,21 @@ fn line_end(text: &[u8], pos: usize) -> usize {
     }
 }
 
-/// Matches of a line-target `matcher` in the `\n`-separated lines of `text`, at most
-/// `max` in all. Its automaton never matches across a line break, so one search tells
-/// whether any line matches; counting (empty matches at line starts) and backtracking
-/// programs, which would match across lines, go line by line when it does.
-fn count_in_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+/// Where the searched text of lines ending at `end` (a [`line_end`]) ends: past the `\n`
+/// there when `program`'s lines keep theirs.
+fn past_line_end(program: &TargetProgram, text: &[u8], end: usize) -> usize {
+    match program.line_ends {
+        LineEnds::Newline => (end + 1).min(text.len()),
+        LineEnds::Bare => end,
+    }
+}
+
+/// Matches of a line-target `matcher` in the `\n`-separated lines of `text`, ending as
+/// `ends` says, at most `max` in all. Its automaton never matches across a line break,
+/// so one search tells whether any line matches; counting (empty matches at line
+/// starts) and backtracking programs, which would match across lines, go line by line
+/// when it does.
+fn count_in_lines(matcher: &Matcher, (text, ends): (&[u8], LineEnds), max: u32, engines: &mut Engines<'_>) -> u32 {
     let screen = match matcher {
         Matcher::Backtrack { relaxed, .. } => relaxed,
         m => m,
@@ -1392,25 +1418,35 @@ fn count_in_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engine
     if max == 1 && core::ptr::eq(screen, matcher) {
         return 1;
     }
-    match_lines(matcher, text, max, engines)
+    match_lines(matcher, (text, ends), max, engines)
 }
 
 /// Matches of line pattern `pattern` in the lines of `text`, at most `max`: its
 /// literals' occurrences when it is only literals, else its matcher's.
-fn count_pattern_in_lines(pattern: &CompiledPattern, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+fn count_pattern_in_lines(pattern: &CompiledPattern, (text, ends): (&[u8], LineEnds), max: u32, engines: &mut Engines<'_>) -> u32 {
     match &pattern.exact {
         Some(exact) => exact.count(text, max),
-        None => count_in_lines(&pattern.matcher, text, max, engines),
+        None => count_in_lines(&pattern.matcher, (text, ends), max, engines),
     }
 }
 
-/// Matches of `matcher` in each `\n`-separated line of `text`, at most `max` in all.
-fn match_lines(matcher: &Matcher, text: &[u8], max: u32, engines: &mut Engines<'_>) -> u32 {
+/// Matches of `matcher` in each `\n`-separated line of `text`, with its `\n` when
+/// `ends` says lines keep it, at most `max` in all.
+fn match_lines(matcher: &Matcher, (text, ends): (&[u8], LineEnds), max: u32, engines: &mut Engines<'_>) -> u32 {
+    let newline = |&b: &u8| b == b'\n';
+    match ends {
+        LineEnds::Newline => match_each(matcher, text.split_inclusive(newline), max, engines),
+        LineEnds::Bare => match_each(matcher, text.split(newline), max, engines),
+    }
+}
+
+/// Matches of `matcher` in each of `lines`, at most `max` in all.
+fn match_each<'t>(matcher: &Matcher, lines: impl Iterator<Item = &'t [u8]>, max: u32, engines: &mut Engines<'_>) -> u32 {
     let mut total = 0u32;
     if max == 0 {
         return 0;
     }
-    for line in text.split(|&b| b == b'\n') {
+    for line in lines {
         total = total.saturating_add(count_matches(matcher, line, max - total, engines));
         if total >= max {
             break;
@@ -1686,6 +1722,53 @@ mod tests {
     }
 
     #[test]
+    fn body_lines_keep_their_newline_table() {
+        // (message, rules, hits), each row as SpamAssassin 4.0.1 answers it: its body lines
+        // are paragraphs that keep their `\n` (the Subject's too; the last line's only
+        // when the text ends with blank lines), so a match may end with it, never go past
+        // it; `$` holds before it; a pattern that can match empty finds nothing after it.
+        let (ends, blank_end) = ("Subject: t\n\nfirst line ends here\n\nsecond para here\n", "Subject: t\n\nfoo here bar\n\nlast here\n\n\n");
+        let spaces = "Subject: t\n\nline  one  here  \n\nline two\t\n\n";
+        let long = alloc::format!("Subject: t\n\n{}\n\nshort\n", "x".repeat(90));
+        let count = |rule: &str, n: u32| alloc::format!("body __A {rule}\ntflags __A multiple\nmeta M __A == {n}");
+        let cases: &[(&str, String, &[&str])] = &[
+            (ends, "body A /here\\n/".into(), &["A"]),
+            (blank_end, "body A /here\\s$/".into(), &["A"]),
+            (blank_end, "body A /here\\s\\z/".into(), &["A"]),
+            (blank_end, "body A /(?:\\w+\\s){3}/".into(), &["A"]),
+            // Backtracking programs see the line with its `\n`.
+            (blank_end, "body A /(?<=e)re\\s$/".into(), &["A"]),
+            (ends, "body A /(?<=e)re$/".into(), &["A"]),
+            (ends, "body A /here(?=\\n)/".into(), &["A"]),
+            (ends, "body A /^t\\n/".into(), &["A"]),
+            (ends, "body A /t\\n/\ntflags A nosubject".into(), &[]),
+            (spaces, count("/\\s+/", 6), &["M"]),
+            // A lazy part stops before the `\n`, which a match of its own then takes.
+            ("Subject: t\n\nab  \n\ncd\n\n", count("/\\s\\s*?$/", 4), &["M"]),
+            ("Subject: t\n\nab  \n\ncd\n\n", count("/\\s\\s*$/", 3), &["M"]),
+            (spaces, count("/\\s+?/", 8), &["M"]),
+            (spaces, count("/\\s/", 8), &["M"]),
+            (blank_end, count("/here\\s/", 2), &["M"]),
+            (spaces, count("/^/", 3), &["M"]),
+            (spaces, "body A /\\n\\n/".into(), &[]),
+            (spaces, "body A /\\s\\n\\S/".into(), &[]),
+            (blank_end, "body A /^$/".into(), &[]),
+            (blank_end, "body A /^\\s*$/".into(), &[]),
+            (ends, "body A /\\n\\w/".into(), &[]),
+            // The `\n` takes no room on the line: a line of 90 bytes holds a match of 91.
+            (&long, "body A /x{90}\\s/".into(), &["A"]),
+            (&long, "body A /x{91}/".into(), &[]),
+            // Nor does a pattern that can match empty, with a union mate.
+            (blank_end, "body A /^\\s*$/\nbody C /[0-9]\\W/".into(), &[]),
+            // A union's first match ends past a line's `\n`: its line is the one before.
+            ("Subject: ab\n\ncd ef\n\n\n", alloc::format!("{}\nbody C /[0-9]\\W/", count("/[a-z]\\W/", 3)), &["M"]),
+        ];
+        for (message, rules, want) in cases {
+            assert_hits(message, &[(rules, want)]);
+        }
+    }
+
+    #[test]
     fn candidate_lines_together_table() {
         // Lines holding a pattern's literal, next to each other, are searched as one
         // text: each still counts its own matches, the last of a run included.
@@ -1763,7 +1846,7 @@ mod tests {
         // and backtracked header patterns, one whose screen opens its `{20}` to `+`.
         let rules = "full F /^x{91}/m\nheader H X-List =~ /(?:,[^,]{1,90}){4}(?!z)/\nheader H2 X-List =~ /(?:,[^,]{1,90}){20}(?!z)/\n";
         let set = RuleSet::compile(&parse_str("test.cf", rules).expect("rules parse")).expect("rules compile");
-        assert_eq!(set.full.pattern_needs.iter().map(|n| n.room).collect::<Vec<_>>(), [MatchRoom { len: 91, one_line: true }]);
+        assert_eq!(set.full.pattern_needs.iter().map(|n| n.room).collect::<Vec<_>>(), [MatchRoom { len: 91, one_line: true, empty: false }]);
         assert_eq!(set.headers.iter().map(|h| h.needs.room.len).collect::<Vec<_>>(), [8, 40]);
     }
 

@@ -301,7 +301,8 @@ impl MessageBuffers {
     /// The rendered body text of the message last parsed into these buffers, as
     /// [`Message::body`] gave it: kept for the verdict after the message is gone.
     pub(crate) fn body(&self) -> &[u8] {
-        &self.body
+        let len = self.body.len() - usize::from(self.body_newline);
+        self.body.get(..len).unwrap_or_default()
     }
 
     /// Buffers for messages parsed under `limits`; fixed-capacity indexes are reserved now.
@@ -513,6 +514,14 @@ impl<'a> Message<'a> {
 
     /// Rendered body text: Subject first, one paragraph per line, `\n` between lines.
     pub fn body(&self) -> &'a [u8] {
+        self.bufs.body()
+    }
+
+    /// SpamAssassin's body lines as body rules match them, each with its `\n`:
+    /// [`Message::body`], then the `\n` that ends its last line when SpamAssassin's
+    /// text has one. (SpamAssassin cuts a line over 2048 bytes into pieces without a
+    /// `\n`; here each piece but the last ends with one.)
+    pub fn body_lines(&self) -> &'a [u8] {
         &self.bufs.body
     }
 

@@ -261,10 +261,7 @@ pub(crate) fn parse(raw: &[u8], bufs: &mut MessageBuffers) {
             walk.body.clear();
             walk.body.extend_from_slice(&walk.s.split);
         }
-        if walk.body.last() == Some(&b'\n') {
-            walk.body.pop();
-            *body_newline = true;
-        }
+        *body_newline = walk.body.last() == Some(&b'\n');
     }
     let mut overflow = walk.overflow;
     *final_flags = walk.flags;

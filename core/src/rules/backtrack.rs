@@ -2016,7 +2016,9 @@ impl<'h> Groups<'h> {
 pub(crate) fn compile_extended(extended: &str) -> Result<Backtrack, BacktrackError> {
     let hir = parse(extended)?;
     let groups = Groups::of(&hir, false)?;
-    let program = build(&hir, &groups, false)?;
+    // A rule's text may end with a `\n` (a body line, a piece, the message), before which
+    // Perl's `$` holds; the translation gives `\z` the same.
+    let program = build(&hir, &groups, false, Assert::EndBeforeNewline)?;
     Ok(Backtrack { relaxed: relax(&hir, &groups, RELAX_REPEAT)?, program })
 }
 
@@ -2039,7 +2041,7 @@ fn relax(hir: &Hir, groups: &Groups<'_>, open_above: u32) -> Result<String, Back
 pub(crate) fn compile_captures(extended: &str) -> Result<Program, BacktrackError> {
     let hir = parse(extended)?;
     let groups = Groups::of(&hir, true)?;
-    build(&hir, &groups, true)
+    build(&hir, &groups, true, Assert::End)
 }
 
 /// Opens the placeholder of a spliced sub-pattern: `(?>`, these bytes, the sub-pattern's
@@ -2052,7 +2054,7 @@ pub(crate) const SUB_MARKER: &str = r"\x00\x01\x02";
 pub(crate) fn compile_captures_with(extended: &str, subs: &[Hir]) -> Result<Program, BacktrackError> {
     let hir = splice(&parse(extended)?, subs);
     let groups = Groups::of(&hir, true)?;
-    build(&hir, &groups, true)
+    build(&hir, &groups, true, Assert::End)
 }
 
 /// A sub-pattern's backtracking translation, parsed for [`compile_captures_with`].
@@ -2092,8 +2094,10 @@ fn parse(extended: &str) -> Result<Hir, BacktrackError> {
         .map_err(|e| BacktrackError::Parse(e.to_string()))
 }
 
-fn build(hir: &Hir, groups: &Groups<'_>, captures: bool) -> Result<Program, BacktrackError> {
-    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups };
+/// The program of `hir`; `end`: what the text's end compiles to (an eval's pattern
+/// says which end it means: `(?=\n?\z)` for Perl's `$`).
+fn build(hir: &Hir, groups: &Groups<'_>, captures: bool, end: Assert) -> Result<Program, BacktrackError> {
+    let mut c = Compiler { insts: Vec::new(), classes: Vec::new(), bytes: Vec::new(), counters: 0, groups, end };
     c.compile(hir, 0)?;
     c.push(Inst::Match)?;
     c.fill_follow();
@@ -2163,6 +2167,8 @@ struct Compiler<'g, 'h> {
     bytes: Vec<u8>,
     counters: u16,
     groups: &'g Groups<'h>,
+    /// What the text's end (`$`, `\z`) compiles to.
+    end: Assert,
 }
 
 impl Compiler<'_, '_> {
@@ -2233,7 +2239,11 @@ impl Compiler<'_, '_> {
                 self.push(Inst::Class(i))?;
             }
             HirKind::Look(l) => {
-                self.push(Inst::Look(Assert::of(*l)?))?;
+                let assert = match l {
+                    Look::End => self.end,
+                    l => Assert::of(*l)?,
+                };
+                self.push(Inst::Look(assert))?;
             }
             HirKind::Repetition(rep) => self.repetition(rep, false, depth)?,
             HirKind::Capture(cap) => match placeholder(cap) {

@@ -31,6 +31,8 @@ const STARTS_MATCH: u32 = 1;
 const NON_ASCII: u32 = 2;
 /// Entry flag: no match holds a `\n` (`MatchRoom::one_line`).
 const ONE_LINE: u32 = 4;
+/// Entry flag: a match may be empty (`MatchRoom::empty`).
+const MATCHES_EMPTY: u32 = 8;
 /// Entry flags: the bits above this hold how many times the pattern repeats the kept
 /// NFA (none: once, the NFA is the pattern's).
 const TIMES_SHIFT: u32 = 8;
@@ -292,7 +294,7 @@ impl DfaCache {
                 Some(bytes) => bytes.into_iter().next().map(RequiredByte::AnyOf),
                 None => (flags & NON_ASCII != 0).then_some(RequiredByte::NonAscii),
             };
-            let needs = MatchNeeds { byte, room: MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0 } };
+            let needs = MatchNeeds { byte, room: MatchRoom { len: r.u32()?, one_line: flags & ONE_LINE != 0, empty: flags & MATCHES_EMPTY != 0 } };
             let exact = r.list()?;
             let prefix = r.list()?;
             let nfa = r.optional_bytes()?;
@@ -379,6 +381,9 @@ impl DfaCache {
             }
             if entry.needs.room.one_line {
                 flags |= ONE_LINE;
+            }
+            if entry.needs.room.empty {
+                flags |= MATCHES_EMPTY;
             }
             if entry.times > 1 {
                 flags |= entry.times << TIMES_SHIFT;
@@ -927,7 +932,7 @@ mod tests {
         let x = [b"x".to_vec()];
         let part = regex_automata::hybrid::dfa::DFA::new("ab+c").expect("builds");
         let opens = Openings::of(&part).expect("openings");
-        let (long, short) = (MatchRoom { len: 998, one_line: true }, MatchRoom { len: 3, one_line: false });
+        let (long, short) = (MatchRoom { len: 998, one_line: true, empty: false }, MatchRoom { len: 3, one_line: false, empty: true });
         let needs = |byte: Option<RequiredByte>, room| MatchNeeds { byte, room };
         let bang = needs(Some(RequiredByte::AnyOf(alloc::vec![b'!', b'?'])), long);
         let non_ascii = needs(Some(RequiredByte::NonAscii), MatchRoom::default());

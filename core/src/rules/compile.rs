@@ -58,7 +58,7 @@ const SCREEN_RELAXATIONS: [u32; 2] = [backtrack::RELAX_REPEAT, backtrack::RELAX_
 /// Bump when the automaton a pattern compiles to changes (how Perl patterns translate,
 /// how lines are made local, the syntax or DFA configuration): entries of
 /// `--compile-cache` files from before then miss.
-pub(crate) const AUTOMATA_REVISION: u32 = 14;
+pub(crate) const AUTOMATA_REVISION: u32 = 15;
 /// Deepest meta expression compiled.
 const META_DEPTH: usize = 64;
 
@@ -336,6 +336,8 @@ pub(crate) struct TargetProgram {
     pub(crate) unfiltered: Vec<u32>,
     /// Unfiltered patterns searched together: only the members a union finds run.
     pub(crate) unions: Vec<Union>,
+    /// How its lines end, for a line target.
+    pub(crate) line_ends: LineEnds,
 }
 
 /// How a header target is assembled.
@@ -517,14 +519,27 @@ impl MatchNeeds {
 pub(crate) struct MatchRoom {
     pub(crate) len: u32,
     pub(crate) one_line: bool,
+    /// A match may be empty (in the body, then not after the text's final `\n`: no
+    /// line of SpamAssassin's starts there).
+    pub(crate) empty: bool,
 }
 
 impl MatchRoom {
     /// The room the matches of `hir` take.
     pub(crate) fn of(hir: &Hir) -> MatchRoom {
         // No minimum (a pattern that never matches): no bound either.
-        let len = hir.properties().minimum_len().map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
-        MatchRoom { len, one_line: !crosses_lines(hir, 0) }
+        let min = hir.properties().minimum_len();
+        let len = min.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+        MatchRoom { len, one_line: !crosses_lines(hir, 0), empty: min == Some(0) }
+    }
+
+    /// The room the matches of a line pattern take: `local`, its [`line_local`] form,
+    /// or `through`, its matches that end with a line's `\n` (which takes no room on
+    /// the line).
+    pub(crate) fn of_line(local: &Hir, through: Option<&Hir>) -> MatchRoom {
+        let room = MatchRoom::of(local);
+        let through_len = through.map(|t| MatchRoom::of(t).len.saturating_sub(1));
+        MatchRoom { len: through_len.map_or(room.len, |t| t.min(room.len)), ..room }
     }
 
     /// Whether no match fits in `text`, whose longest line `longest_line` measures
@@ -593,15 +608,38 @@ fn piece_bound(p: &Pattern) -> Option<u32> {
     Some(longest.filter(|_| !backtracks).unwrap_or(NO_BOUND))
 }
 
+/// How the lines of a line target end as SpamAssassin matches them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum LineEnds {
+    /// With no line end: each URI, each rawbody line a pattern that cannot hold a
+    /// `\n` runs on.
+    #[default]
+    Bare,
+    /// With their `\n` (the body's: every line but the last, and the last too when
+    /// SpamAssassin's text ends with one): a match may end with it.
+    Newline,
+}
+
+impl LineEnds {
+    /// `hir` made to match, in a text of many lines, what it matches in each of these
+    /// lines alone: [`line_local`], or [`body_line_local`].
+    pub(crate) fn local(self, hir: &Hir, depth: usize) -> Hir {
+        match self {
+            LineEnds::Bare => line_local(hir, depth),
+            LineEnds::Newline => body_line_local(hir, depth),
+        }
+    }
+}
+
 /// How the text a pattern runs on is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Span {
     /// One string: a header, a MIME header, the whole message.
     Whole,
     /// `\n`-separated lines (body, rawbody, uri), each matched on its own.
-    Lines,
+    Lines(LineEnds),
     /// Lines, of a rule that counts one hit: only whether a line matches is asked.
-    LinesOnce,
+    LinesOnce(LineEnds),
     /// The whole message (`full`): when the required literals start every match, it is
     /// searched only where they occur, so its DFA starts anchored too.
     Message,
@@ -624,8 +662,10 @@ pub(super) enum Dense<'c> {
 fn pattern_key(tag: &[u8], source: &str, span: Span, dense_limit: usize) -> cache::Key {
     let span_tag: &[u8] = match span {
         Span::Whole => b"whole",
-        Span::Lines => b"lines",
-        Span::LinesOnce => b"lines once",
+        Span::Lines(LineEnds::Bare) => b"lines",
+        Span::LinesOnce(LineEnds::Bare) => b"lines once",
+        Span::Lines(LineEnds::Newline) => b"body lines",
+        Span::LinesOnce(LineEnds::Newline) => b"body lines once",
         Span::Message => b"message",
         Span::Pieces => b"pieces",
     };
@@ -707,17 +747,32 @@ fn compile_matcher(
     };
     let anchored = required.as_ref().is_some_and(|r| r.starts_match);
     let byte = if required.is_none() { literal::required_byte(&hir) } else { None };
-    let exact = if span == Span::Lines { literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new) } else { None };
-    let searched = match span {
-        Span::Whole | Span::Message => hir,
-        Span::Pieces => end_before_newline(&hir, 0),
-        Span::Lines | Span::LinesOnce => line_local(&hir, 0),
+    // A pattern that may end with a line's `\n` is not counted by its literals alone.
+    let exact = match span {
+        Span::Lines(ends) if ends == LineEnds::Bare || through_line_end(&hir, 0).is_none() => {
+            literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new)
+        }
+        _ => None,
     };
-    let needs = MatchNeeds { byte, room: MatchRoom::of(&searched) };
+    // Should its DFA be too big to be dense, a rule counting one hit may chain the part
+    // its pattern repeats.
+    let part = match span {
+        Span::LinesOnce(ends) => repeat::split(&hir).map(|(part, times)| (ends.local(part, 0), times)),
+        _ => None,
+    };
+    let (searched, room) = match span {
+        Span::Whole | Span::Message => (hir, None),
+        Span::Pieces => (end_before_newline(&hir, 0), None),
+        Span::Lines(ends) | Span::LinesOnce(ends) => {
+            let through = through_line_end(&hir, 0).filter(|_| ends == LineEnds::Newline);
+            (ends.local(&hir, 0), Some(MatchRoom::of_line(&line_local(&hir, 0), through.as_ref())))
+        }
+    };
+    let needs = MatchNeeds { byte, room: room.unwrap_or_else(|| MatchRoom::of(&searched)) };
     // A line pattern behind prefilter literals runs only on the lines holding them: a
     // prefix prefilter saves little there, and costs a build at every start.
     let prefix = match (span, &required) {
-        (Span::Lines | Span::LinesOnce, Some(_)) => None,
+        (Span::Lines(_) | Span::LinesOnce(_), Some(_)) => None,
         _ => prefix_needles(&searched, prefilters),
     };
     let prefilter = prefix.as_deref().and_then(|p| prefilters.fast(p));
@@ -726,9 +781,8 @@ fn compile_matcher(
         (Dense::Skip, _) | (_, None) => None,
         (_, Some(limit)) => build_dense(&nfa, prefilter.clone(), anchored, limit),
     };
-    // Too big to be dense: a rule counting one hit may chain the part its pattern repeats.
-    let repeat = match (&built, span) {
-        (None, Span::LinesOnce) => repeat_of(&searched, lazy)?,
+    let repeat = match (&built, part) {
+        (None, Some((part, times))) => repeat_of(&part, times, lazy)?,
         _ => None,
     };
     if let (Dense::Cached(c), Some(_)) = (dense, dense_limit) {
@@ -755,10 +809,9 @@ fn compile_matcher(
 /// 910 (`__FILL_THIS_FORM_LONG1`, whose line numbers may start with `(`).
 const REPEAT_PAIRS: u32 = 4096;
 
-/// The chain of the part `hir` repeats, with the part's NFA, when it is one and
-/// starts with few enough pairs of bytes.
-fn repeat_of(hir: &Hir, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<(Repeat, thompson::NFA)>, DisabledReason> {
-    let Some((part, times)) = repeat::split(hir) else { return Ok(None) };
+/// The chain of `times` matches of `part` (made local to lines), with the part's NFA,
+/// when it starts with few enough pairs of bytes.
+fn repeat_of(part: &Hir, times: u32, lazy: &mut Vec<hybrid::dfa::DFA>) -> Result<Option<(Repeat, thompson::NFA)>, DisabledReason> {
     let nfa = build_nfa(part)?;
     Ok(build_repeat(nfa.clone(), times, None, lazy)?.map(|r| (r, nfa)))
 }
@@ -910,6 +963,160 @@ pub(super) fn line_local(hir: &Hir, depth: usize) -> Hir {
         HirKind::Look(Look::End) => Some(Hir::look(Look::EndLF)),
         _ => None,
     })
+}
+
+/// `hir` made to match, in the body's text, what it matches in each of SpamAssassin's
+/// body lines, which keep their `\n`: what [`line_local`] matches, or a match that
+/// ends with the line's `\n` ([`through_line_end`]). The two share what comes before
+/// the part that may take the `\n`, so the automaton grows by little more than that
+/// part; a greedy part tries the `\n` first, a lazy one last, as Perl's would.
+pub(super) fn body_line_local(hir: &Hir, depth: usize) -> Hir {
+    if depth > META_DEPTH * 4 {
+        return Hir::fail();
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => line_local(hir, depth),
+        // Alone, a literal ending with `\n` or a class holding it takes the line's.
+        HirKind::Literal(_) => through_line_end(hir, depth).unwrap_or_else(|| line_local(hir, depth)),
+        HirKind::Class(_) => match through_line_end(hir, depth) {
+            Some(_) => hir.clone(),
+            None => line_local(hir, depth),
+        },
+        HirKind::Capture(c) => body_line_local(&c.sub, depth + 1),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(|sub| body_line_local(sub, depth + 1)).collect()),
+        HirKind::Concat(subs) => {
+            // Only parts all of whose followers can match empty after the `\n` may take it.
+            let mut first_end = subs.len().saturating_sub(1);
+            while first_end > 0 && subs.get(first_end).is_some_and(|sub| empty_at_line_end(sub, depth + 1)) {
+                first_end -= 1;
+            }
+            let mut tail = subs.last().map_or_else(Hir::empty, |last| body_line_local(last, depth + 1));
+            for sub in subs.iter().take(subs.len().saturating_sub(1)).skip(first_end).rev() {
+                let on = Hir::concat(alloc::vec![line_local(sub, depth + 1), tail]);
+                tail = match through_line_end(sub, depth + 1) {
+                    Some(through) => prefer(through, on, has_lazy_repeat(sub, depth + 1)),
+                    None => on,
+                };
+            }
+            let mut parts: Vec<Hir> = subs.iter().take(first_end).map(|sub| line_local(sub, depth + 1)).collect();
+            parts.push(tail);
+            Hir::concat(parts)
+        }
+        HirKind::Repetition(rep) => {
+            if through_line_end(&rep.sub, depth + 1).is_none() || empty_at_line_end(&rep.sub, depth + 1) {
+                // (The repeats after one taking the `\n` may be empty ones there.)
+                return match through_line_end(hir, depth) {
+                    Some(through) => prefer(through, line_local(hir, depth), has_lazy_repeat(hir, depth)),
+                    None => line_local(hir, depth),
+                };
+            }
+            // All but the last repeat stay on the line; the last may take the `\n`.
+            let max = match rep.max {
+                Some(0) => return Hir::empty(),
+                max => max.map(|m| m - 1),
+            };
+            let before = Repetition { min: rep.min.saturating_sub(1), max, greedy: rep.greedy, sub: alloc::boxed::Box::new(line_local(&rep.sub, depth + 1)) };
+            let some = Hir::concat(alloc::vec![Hir::repetition(before), body_line_local(&rep.sub, depth + 1)]);
+            match rep.min {
+                0 => Hir::repetition(Repetition { min: 0, max: Some(1), greedy: rep.greedy, sub: alloc::boxed::Box::new(some) }),
+                _ => some,
+            }
+        }
+    }
+}
+
+/// `first` or `second`, in that order of preference unless `swap`.
+fn prefer(first: Hir, second: Hir, swap: bool) -> Hir {
+    Hir::alternation(if swap { alloc::vec![second, first] } else { alloc::vec![first, second] })
+}
+
+/// Whether `hir` holds a lazy repeat (`+?`, `*?`, ...).
+fn has_lazy_repeat(hir: &Hir, depth: usize) -> bool {
+    if depth > META_DEPTH * 4 {
+        return false;
+    }
+    match hir.kind() {
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => false,
+        HirKind::Repetition(rep) => !rep.greedy || has_lazy_repeat(&rep.sub, depth + 1),
+        HirKind::Capture(c) => has_lazy_repeat(&c.sub, depth + 1),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().any(|sub| has_lazy_repeat(sub, depth + 1)),
+    }
+}
+
+/// The matches of `hir` whose last byte is a line's `\n`, made line-local up to it;
+/// `None` when no match can end so. After that `\n` only what matches empty at the
+/// end of SpamAssassin's line ([`empty_at_line_end`]) may follow.
+fn through_line_end(hir: &Hir, depth: usize) -> Option<Hir> {
+    if depth > META_DEPTH * 4 {
+        return None;
+    }
+    let newline = || Hir::literal(*b"\n");
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(lit) => (lit.0.iter().position(|&b| b == b'\n') == Some(lit.0.len() - 1)).then(|| hir.clone()),
+        HirKind::Class(Class::Bytes(c)) => c.ranges().iter().any(|r| r.start() <= b'\n' && b'\n' <= r.end()).then(newline),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().any(|r| r.start() <= '\n' && '\n' <= r.end()).then(newline),
+        HirKind::Capture(c) => through_line_end(&c.sub, depth + 1),
+        HirKind::Alternation(subs) => {
+            let through: Vec<Hir> = subs.iter().filter_map(|sub| through_line_end(sub, depth + 1)).collect();
+            (!through.is_empty()).then(|| Hir::alternation(through))
+        }
+        HirKind::Concat(subs) => {
+            // The `\n` ends any part all of whose followers can match empty there.
+            let mut through = Vec::new();
+            for (i, sub) in subs.iter().enumerate().rev() {
+                if let Some(last) = through_line_end(sub, depth + 1) {
+                    let mut parts: Vec<Hir> = subs.iter().take(i).map(|s| line_local(s, depth + 1)).collect();
+                    parts.push(last);
+                    through.push(Hir::concat(parts));
+                }
+                if !empty_at_line_end(sub, depth + 1) {
+                    break;
+                }
+            }
+            through.reverse();
+            (!through.is_empty()).then(|| Hir::alternation(through))
+        }
+        HirKind::Repetition(rep) => {
+            let last = through_line_end(&rep.sub, depth + 1)?;
+            let max = match rep.max {
+                Some(0) => return None,
+                max => max.map(|m| m - 1),
+            };
+            // The repeats owed after the last byte's may all be empty ones there.
+            let min = if empty_at_line_end(&rep.sub, depth + 1) { 0 } else { rep.min.saturating_sub(1) };
+            let before = Hir::repetition(Repetition { min, max, greedy: rep.greedy, sub: alloc::boxed::Box::new(line_local(&rep.sub, depth + 1)) });
+            Some(Hir::concat(alloc::vec![before, last]))
+        }
+    }
+}
+
+/// Whether `hir` can match empty at the end of a SpamAssassin body line, just after its
+/// `\n`: `$`, `\z` and `\B` hold there, `^` and `\b` do not.
+fn empty_at_line_end(hir: &Hir, depth: usize) -> bool {
+    if depth > META_DEPTH * 4 {
+        return false;
+    }
+    match hir.kind() {
+        HirKind::Empty => true,
+        HirKind::Literal(_) | HirKind::Class(_) => false,
+        HirKind::Look(look) => matches!(
+            look,
+            Look::End
+                | Look::EndLF
+                | Look::EndCRLF
+                | Look::WordAsciiNegate
+                | Look::WordUnicodeNegate
+                | Look::WordStartHalfAscii
+                | Look::WordEndHalfAscii
+                | Look::WordStartHalfUnicode
+                | Look::WordEndHalfUnicode
+        ),
+        HirKind::Repetition(rep) => rep.min == 0 || empty_at_line_end(&rep.sub, depth + 1),
+        HirKind::Capture(c) => empty_at_line_end(&c.sub, depth + 1),
+        HirKind::Concat(subs) => subs.iter().all(|sub| empty_at_line_end(sub, depth + 1)),
+        HirKind::Alternation(subs) => subs.iter().any(|sub| empty_at_line_end(sub, depth + 1)),
+    }
 }
 
 /// A dense DFA, or `None` when it would exceed `dense_limit` bytes; `anchored`: one that
@@ -1102,7 +1309,7 @@ impl RuleSet {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             rules: Vec::with_capacity(config.rules.len()),
             required: config.required_score,
-            body: TargetProgram::default(),
+            body: TargetProgram { line_ends: LineEnds::Newline, ..TargetProgram::default() },
             rawbody: TargetProgram::default(),
             rawbody_pieces: TargetProgram::default(),
             full: TargetProgram::default(),
@@ -1385,8 +1592,10 @@ impl RuleSet {
                 let span = match (which, once) {
                     (2, _) => Span::Message,
                     (4, _) => Span::Pieces,
-                    (_, true) => Span::LinesOnce,
-                    (_, false) => Span::Lines,
+                    (0, true) => Span::LinesOnce(LineEnds::Newline),
+                    (0, false) => Span::Lines(LineEnds::Newline),
+                    (_, true) => Span::LinesOnce(LineEnds::Bare),
+                    (_, false) => Span::Lines(LineEnds::Bare),
                 };
                 let built = self.build_pattern(p, span, dense)?;
                 let rule_type = RuleType::of(&def.kind);
@@ -2717,18 +2926,18 @@ pub(crate) mod tests {
         ];
         for &(pattern, len, one_line) in rooms {
             let hir = parse_hir(pattern).expect("parses");
-            assert_eq!(MatchRoom::of(&hir), MatchRoom { len, one_line }, "{pattern}");
+            assert_eq!(MatchRoom::of(&hir), MatchRoom { len, one_line, empty: len == 0 }, "{pattern}");
         }
         // (room, text, whether it rules the text out): lines are measured only past
         // a short line's length.
         let long_line = "y".repeat(80);
         let cases: &[(MatchRoom, &str, bool)] = &[
-            (MatchRoom { len: 5, one_line: false }, "abcd", true),
-            (MatchRoom { len: 5, one_line: false }, "abcde", false),
-            (MatchRoom { len: 5, one_line: true }, "ab\ncd\nef", false),
-            (MatchRoom { len: 80, one_line: true }, &alloc::format!("a\n{long_line}\nb"), false),
-            (MatchRoom { len: 81, one_line: true }, &alloc::format!("a\n{long_line}\nb"), true),
-            (MatchRoom { len: 81, one_line: false }, &alloc::format!("a\n{long_line}\nb"), false),
+            (MatchRoom { len: 5, one_line: false, empty: false }, "abcd", true),
+            (MatchRoom { len: 5, one_line: false, empty: false }, "abcde", false),
+            (MatchRoom { len: 5, one_line: true, empty: false }, "ab\ncd\nef", false),
+            (MatchRoom { len: 80, one_line: true, empty: false }, &alloc::format!("a\n{long_line}\nb"), false),
+            (MatchRoom { len: 81, one_line: true, empty: false }, &alloc::format!("a\n{long_line}\nb"), true),
+            (MatchRoom { len: 81, one_line: false, empty: false }, &alloc::format!("a\n{long_line}\nb"), false),
             (MatchRoom::default(), "", false),
         ];
         for (room, text, out) in cases {

@@ -5,8 +5,9 @@
 //! Perl's semantics on bytes: `\w`, `\d`, `\s`, POSIX classes and `/i` are ASCII;
 //! `\h`, `\v` and `\R` include the Latin-1 bytes `\xA0` and `\x85`; a raw
 //! non-ASCII byte or `\xHH` is that byte; a code point above 0xFF (`\x{2019}`)
-//! becomes its UTF-8 byte sequence. `$`, `\Z` and `\z` are all plain end of
-//! input: the texts matched never end with a newline.
+//! becomes its UTF-8 byte sequence. `$`, `\Z` and `\z` all become the end of
+//! input; where a text may end with a `\n` (a body line, a rawbody piece), the
+//! compile lets that end hold before it too, as Perl's `$` does.
 //!
 //! The output never uses the `x` flag: whitespace and comments of `/x` patterns
 //! are removed here. Capture groups become non-capturing (nothing reads them).

@@ -212,8 +212,10 @@ fn walk(dfa: &hybrid::dfa::DFA, cache: &mut hybrid::dfa::Cache, text: &[u8], (fr
         let Ok(next) = next else { return Walk::Failed };
         state = next;
         if state.is_tagged() {
-            // A match state is entered one byte after the match ends.
-            if state.is_match() && add(ends, from, at, chains) & goal != 0 {
+            // A match state is entered one byte after the match ends. A match ending with
+            // a body line's `\n` ends the line: it only completes a chain.
+            let line_ended = at > from && text.get(at - 1) == Some(&b'\n');
+            if state.is_match() && (if line_ended { chains } else { add(ends, from, at, chains) }) & goal != 0 {
                 return Walk::Goal;
             }
             if state.is_dead() || state.is_quit() {
@@ -254,7 +256,7 @@ fn add(ends: &mut Vec<u16>, from: usize, end: usize, chains: u16) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::compile::{nfa_compiler, parse_hir};
+    use crate::rules::compile::{nfa_compiler, parse_hir, LineEnds};
     use alloc::string::String;
     use regex_automata::MatchKind;
 
@@ -263,7 +265,8 @@ mod tests {
         hybrid::dfa::Builder::new().configure(hybrid::dfa::Config::new().match_kind(kind)).build_from_nfa(nfa).expect("dfa")
     }
 
-    /// A repeated pattern's own lazy DFA and its chain, with their caches.
+    /// A repeated pattern's own lazy DFA and its chain, with their caches, both made
+    /// local to body lines (a match may end with a line's `\n`, not go past it).
     struct Both {
         pattern: &'static str,
         whole: (hybrid::dfa::DFA, hybrid::dfa::Cache),
@@ -276,7 +279,8 @@ mod tests {
         fn new(pattern: &'static str) -> Both {
             let hir = parse_hir(pattern).expect("parses");
             let (unit, times) = split(&hir).expect("a repeat");
-            let (whole, part) = (lazy(&hir, MatchKind::LeftmostFirst), lazy(unit, MatchKind::All));
+            let local = |hir: &Hir| LineEnds::Newline.local(hir, 0);
+            let (whole, part) = (lazy(&local(&hir), MatchKind::LeftmostFirst), lazy(&local(unit), MatchKind::All));
             let repeat = Repeat { unit: 0, times, openings: Openings::of(&part).expect("openings") };
             let (whole_cache, part_cache) = (whole.create_cache(), part.create_cache());
             Both { pattern, whole: (whole, whole_cache), part: (part, part_cache), repeat, ends: Vec::new() }

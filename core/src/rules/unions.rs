@@ -16,7 +16,7 @@ use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 
 use super::cache::{self, Cached};
-use super::compile::{build_lazy, build_nfa_many, end_before_newline, line_local, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
+use super::compile::{build_lazy, build_nfa_many, end_before_newline, LineEnds, parse_hir, CompiledPattern, Dense, MatchNeeds, Matcher, TargetProgram, AUTOMATA_REVISION};
 use super::literal::find_any;
 use super::narrow::{NarrowDfa, NarrowTables, Placed, TablePart};
 use super::{Config, RuleKind};
@@ -571,6 +571,8 @@ pub(crate) struct UnionPlan {
     kind: UnionKind,
     /// Its members run on rawbody's pieces whole, not on lines.
     pieces: bool,
+    /// How the lines its members run on end.
+    line_ends: LineEnds,
     /// Unfiltered patterns with a DFA (or screen) of this kind, smallest first.
     candidates: Vec<u32>,
     /// The cache's name for this list of candidates; none without a cache.
@@ -596,7 +598,7 @@ impl UnionPlan {
         lazy: &[hybrid::dfa::DFA],
         dense: &mut Dense<'_>,
     ) -> UnionPlan {
-        let mut plan = UnionPlan { kind, pieces, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
+        let mut plan = UnionPlan { kind, pieces, line_ends: program.line_ends, candidates: Vec::new(), list: None, known: Vec::new(), sources: Vec::new(), sizes: Vec::new() };
         if matches!(dense, Dense::Skip) {
             return plan;
         }
@@ -609,8 +611,13 @@ impl UnionPlan {
             .unfiltered
             .iter()
             .filter_map(|&p| {
-                // A union's hit may be in the Subject, which such a pattern skips.
+                // A union's hit may be in the Subject, which such a pattern skips, or an
+                // empty match after the body's final `\n`, where no line starts.
                 let compiled = program.patterns.get(p as usize).filter(|c| !c.skips_subject)?;
+                let empty = program.pattern_needs.get(p as usize).is_some_and(|n| n.room.empty);
+                if empty && program.line_ends == LineEnds::Newline {
+                    return None;
+                }
                 let screen = match &compiled.matcher {
                     Matcher::Backtrack { relaxed, .. } => &**relaxed,
                     m => m,
@@ -639,11 +646,13 @@ impl UnionPlan {
                 named.extend_from_slice(&(text.len() as u32).to_le_bytes());
                 named.extend_from_slice(text.as_bytes());
             }
-            let (tag, limit) = match (kind, pieces) {
-                (UnionKind::Dense, false) => (&b"unions"[..], UNION_LIMIT),
-                (UnionKind::Lazy, false) => (&b"lazy unions"[..], LAZY_UNION_STATES),
-                (UnionKind::Dense, true) => (&b"piece unions"[..], UNION_LIMIT),
-                (UnionKind::Lazy, true) => (&b"lazy piece unions"[..], LAZY_UNION_STATES),
+            let (tag, limit) = match (kind, pieces, program.line_ends) {
+                (UnionKind::Dense, false, LineEnds::Bare) => (&b"unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, false, LineEnds::Bare) => (&b"lazy unions"[..], LAZY_UNION_STATES),
+                (UnionKind::Dense, false, LineEnds::Newline) => (&b"body unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, false, LineEnds::Newline) => (&b"lazy body unions"[..], LAZY_UNION_STATES),
+                (UnionKind::Dense, true, _) => (&b"piece unions"[..], UNION_LIMIT),
+                (UnionKind::Lazy, true, _) => (&b"lazy piece unions"[..], LAZY_UNION_STATES),
             };
             let list = cache::key(&[tag, &named, &limit.to_le_bytes(), &AUTOMATA_REVISION.to_le_bytes(), env!("CARGO_PKG_VERSION").as_bytes()]);
             let mut covered = 0usize;
@@ -806,15 +815,16 @@ fn regex_of(program: &TargetProgram, p: u32, config: &Config, relaxed: &[String]
 /// automaton), none for a regex that fits with no neighbour (or is missing or does not
 /// parse).
 pub(super) fn group(plan: &UnionPlan) -> Vec<Group> {
-    let local = if plan.pieces { end_before_newline } else { line_local };
+    let ends = plan.line_ends;
+    let local = |hir: &Hir, depth: usize| if plan.pieces { end_before_newline(hir, depth) } else { ends.local(hir, depth) };
     match plan.kind {
-        UnionKind::Dense => group_dense(&plan.sources, local),
-        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes, local),
+        UnionKind::Dense => group_dense(&plan.sources, &local),
+        UnionKind::Lazy => group_lazy(&plan.sources, &plan.sizes, &local),
     }
 }
 
 /// Dense unions, each under [`UNION_LIMIT`].
-fn group_dense(sources: &[Option<String>], local: fn(&Hir, usize) -> Hir) -> Vec<Group> {
+fn group_dense(sources: &[Option<String>], local: &dyn Fn(&Hir, usize) -> Hir) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut fitting = None;
@@ -844,7 +854,7 @@ fn group_dense(sources: &[Option<String>], local: fn(&Hir, usize) -> Hir) -> Vec
 
 /// Lazy unions, each of at most [`LAZY_UNION_STATES`] NFA states (`sizes`: each
 /// source's) unless one pattern alone has more.
-fn group_lazy(sources: &[Option<String>], sizes: &[usize], local: fn(&Hir, usize) -> Hir) -> Vec<Group> {
+fn group_lazy(sources: &[Option<String>], sizes: &[usize], local: &dyn Fn(&Hir, usize) -> Hir) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current: Vec<Hir> = Vec::new();
     let mut states = 0usize;
@@ -914,7 +924,7 @@ mod tests {
 
     /// A plan of `kind` left to group `sources` (NFA `sizes` for a lazy one).
     fn plan(kind: UnionKind, sources: &[&str], sizes: &[usize]) -> UnionPlan {
-        UnionPlan { kind, pieces: false, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
+        UnionPlan { kind, pieces: false, line_ends: LineEnds::Bare, candidates: Vec::new(), list: None, known: Vec::new(), sources: regexes(sources), sizes: sizes.to_vec() }
     }
 
     /// (kind, regexes, NFA sizes for lazy ones, members of each run: a union from 2 up, 1 alone)
@@ -1126,7 +1136,7 @@ mod tests {
             })
             .collect();
         // `bb+c` alone, as the third union's member 4.
-        let own = build_nfa_many(&[line_local(&parse_hir("bb+c").expect("regex"), 0)]).expect("nfa");
+        let own = build_nfa_many(&[LineEnds::Bare.local(&parse_hir("bb+c").expect("regex"), 0)]).expect("nfa");
         let index = build_lazy(own, None, MatchKind::LeftmostFirst, &mut lazy).expect("lazy dfa");
         unions.push(Union { automaton: UnionAutomaton::Lazy(index), members: alloc::vec![0], decided: 0 });
         let index_of = |u: &Union| match u.automaton {
