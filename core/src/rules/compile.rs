@@ -747,11 +747,14 @@ fn compile_matcher(
     };
     let anchored = required.as_ref().is_some_and(|r| r.starts_match);
     let byte = if required.is_none() { literal::required_byte(&hir) } else { None };
+    // On body lines, the matches that end with the line's `\n`.
+    let through = match span {
+        Span::Lines(LineEnds::Newline) | Span::LinesOnce(LineEnds::Newline) => through_line_end(&hir, 0),
+        _ => None,
+    };
     // A pattern that may end with a line's `\n` is not counted by its literals alone.
     let exact = match span {
-        Span::Lines(ends) if ends == LineEnds::Bare || through_line_end(&hir, 0).is_none() => {
-            literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new)
-        }
+        Span::Lines(_) if through.is_none() => literal::ExactLiterals::of(&hir).map(alloc::boxed::Box::new),
         _ => None,
     };
     // Should its DFA be too big to be dense, a rule counting one hit may chain the part
@@ -763,10 +766,7 @@ fn compile_matcher(
     let (searched, room) = match span {
         Span::Whole | Span::Message => (hir, None),
         Span::Pieces => (end_before_newline(&hir, 0), None),
-        Span::Lines(ends) | Span::LinesOnce(ends) => {
-            let through = through_line_end(&hir, 0).filter(|_| ends == LineEnds::Newline);
-            (ends.local(&hir, 0), Some(MatchRoom::of_line(&line_local(&hir, 0), through.as_ref())))
-        }
+        Span::Lines(ends) | Span::LinesOnce(ends) => (ends.local(&hir, 0), Some(MatchRoom::of_line(&line_local(&hir, 0), through.as_ref()))),
     };
     let needs = MatchNeeds { byte, room: room.unwrap_or_else(|| MatchRoom::of(&searched)) };
     // A line pattern behind prefilter literals runs only on the lines holding them: a
