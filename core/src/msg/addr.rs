@@ -1,7 +1,8 @@
 //! Addresses and display names in From/To-style values, as SpamAssassin's
 //! `:addr` and `:name` header modifiers give them (`Util::parse_header_addresses`,
-//! its internal parser; Email::Address::XS, which SpamAssassin consults for values
-//! its own parser gets wrong, is not emulated).
+//! its internal parser). Of Email::Address::XS, which SpamAssassin consults for values
+//! its own parser gets wrong, only the reading of a value where that parser finds
+//! nothing at all is emulated, for an address written whole after a `<`.
 
 use alloc::vec::Vec;
 
@@ -177,13 +178,17 @@ pub struct Addresses<'v> {
     /// Past the main loop: looking for `<addr>` in what was left.
     last_ditch: bool,
     done: bool,
+    /// Whether the internal parser gave anything; Email::Address::XS's reading is
+    /// taken only when it gave nothing.
+    found: bool,
+    xs_tried: bool,
 }
 
 /// The addresses SpamAssassin's internal parser finds in `value`, in order.
 pub fn addresses(value: &[u8]) -> Addresses<'_> {
     let s = reduce(value);
     let done = !s.iter().any(|&b| !is_perl_space(b));
-    Addresses { s, pos: 0, last_ditch: false, done }
+    Addresses { s, pos: 0, last_ditch: false, done, found: false, xs_tried: done }
 }
 
 impl<'v> Addresses<'v> {
@@ -209,10 +214,12 @@ impl<'v> Addresses<'v> {
                         None => break,
                     }
                 }
-                if let Some((end, comment)) = tail(s, e) {
+                let (a, b) = trimmed(s, k + 1, gt);
+                let inner = s.get(a..b).unwrap_or(&[]);
+                // `<\s*([^>\@]*\S+|\s*)\s*>`: nothing after an `@` is white space.
+                let enclosed = inner.iter().position(|&b| b == b'@').is_none_or(|at| !inner.iter().skip(at).any(|&b| is_perl_space(b)));
+                if let Some((end, comment)) = tail(s, e).filter(|_| enclosed) {
                     self.pos = end;
-                    let (a, b) = trimmed(s, k + 1, gt);
-                    let inner = s.get(a..b).unwrap_or(&[]);
                     let address = (mailre_end(inner, 0) == Some(inner.len()) && valid_address(inner)).then(|| cut_address(inner));
                     let phrase = (ph > j).then(|| s.get(j..ph).unwrap_or(&[]));
                     return Some(self.finish(phrase, address, comment));
@@ -287,6 +294,23 @@ impl<'v> Iterator for Addresses<'v> {
     type Item = Address<'v>;
 
     fn next(&mut self) -> Option<Address<'v>> {
+        match self.internal_step() {
+            Some(a) => {
+                self.found = true;
+                Some(a)
+            }
+            None if !self.found && !self.xs_tried => {
+                self.xs_tried = true;
+                self.xs_step()
+            }
+            None => None,
+        }
+    }
+}
+
+impl<'v> Addresses<'v> {
+    /// The next address of SpamAssassin's internal parser.
+    fn internal_step(&mut self) -> Option<Address<'v>> {
         if self.done {
             return None;
         }
@@ -306,6 +330,36 @@ impl<'v> Iterator for Addresses<'v> {
             self.done = true;
         }
         a
+    }
+}
+
+impl<'v> Addresses<'v> {
+    /// Email::Address::XS's first address where the internal parser found none: after
+    /// the first `<` (and white space), a local part, `@` and a domain (a run of domain
+    /// bytes or a `[...]` literal), whatever junk follows (`<user@[1.2.3.4] [pi]>`,
+    /// `<a@b.com junk>`, `<a@b.com`); none after a quote left open. XS reads more
+    /// (`<a@ b>` as `a@b`, values with commas), not emulated.
+    fn xs_step(&self) -> Option<Address<'v>> {
+        let s = self.s;
+        let open = memchr::memchr(b'<', s)?;
+        if s.get(..open)?.iter().filter(|&&b| b == b'"').count() % 2 == 1 {
+            return None;
+        }
+        let start = skip_ws(s, open + 1);
+        let local = match quoted_end(s, start) {
+            Some(end) => end,
+            None => start + s.get(start..)?.iter().take_while(|&&b| local_char(b) && b != b'"').count(),
+        };
+        if local == start || s.get(local) != Some(&b'@') {
+            return None;
+        }
+        let domain = local + 1;
+        let end = match s.get(domain) {
+            Some(b'[') => domain + memchr::memchr(b']', s.get(domain..)?)? + 1,
+            _ => domain + s.get(domain..)?.iter().take_while(|&&b| domain_char(b)).count(),
+        };
+        let a = s.get(start..end).filter(|_| end > domain && !s.get(domain..end).is_some_and(|d| d.iter().any(|&b| is_perl_space(b))))?;
+        valid_address(a).then(|| Address { phrase: None, address: Some(cut_address(a)), comment: None })
     }
 }
 
@@ -445,6 +499,38 @@ mod tests {
         assert_eq!(first_display_name(b"Joe Bloggs <joe@example.com>"), b"Joe Bloggs");
         assert_eq!(first_display_name(b"joe@example.com (Joe)"), b"Joe");
         assert_eq!(first_display_name(b"joe@example.com"), b"");
+    }
+
+    #[test]
+    fn xs_fallback_table() {
+        // (value, `:addr`), as SpamAssassin 4.0.1's `parse_header_addresses` gives them with
+        // Email::Address::XS installed: consulted (and taken) where the internal parser
+        // finds nothing; not where it finds a result, even one without an address.
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"<ngdgpfwxsw@[1086695621] [pi]>", b"ngdgpfwxsw@[1086695621]"),
+            (b"Name <a@[1.2.3.4] x>", b"a@[1.2.3.4]"),
+            (b"<a@b.com junk>", b"a@b.com"),
+            (b"x <a@b.com junk more>", b"a@b.com"),
+            (b"<a@b c.com>", b"a@b"),
+            (b"<a@b.com", b"a@b.com"),
+            (b"<a@b.com junk", b"a@b.com"),
+            (b"<\"q x\"@b.com junk>", b"\"q x\"@b.com"),
+            (b"<a.b@c.d.e (comment)>", b"a.b@c.d.e"),
+            (b"<a@b.com x@y.com>", b"a@b.com"),
+            (b"<a@b.com; junk>", b"a@b.com"),
+            (b"< a@b.com x>", b"a@b.com"),
+            (b"<a(b)c@d.com x>", b""),
+            (b"<@b.com x>", b""),
+            (b"foo <bar", b""),
+            (b"a b <c@d.com x>", b"c@d.com"),
+            (b"\"unterminated <c@d.com x>", b""),
+            (b"Name <> <c@d.com x>", b""),
+            (b"<a b@c.com>", b""),
+            (b"a@b.com junk", b""),
+        ];
+        for (value, want) in cases {
+            assert_eq!(first_address(value), *want, "{:?}", String::from_utf8_lossy(value));
+        }
     }
 
     #[test]
