@@ -331,9 +331,7 @@ impl<'v> Addresses<'v> {
         }
         a
     }
-}
 
-impl<'v> Addresses<'v> {
     /// Email::Address::XS's first address where the internal parser found none: after
     /// the first `<` (and white space), a local part, `@` and a domain (a run of domain
     /// bytes or a `[...]` literal), whatever junk follows (`<user@[1.2.3.4] [pi]>`,
