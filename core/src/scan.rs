@@ -1208,7 +1208,6 @@ fn lines_of<'t>(program: &TargetProgram, needs: &MatchNeeds, text: &'t [u8]) -> 
 fn run_unfiltered(program: &TargetProgram, p: u32, text: &[u8], from: usize, state: &mut ScanState<'_>, s: &mut LineScratch<'_>, probe: &mut impl Probe) {
     let started = probe.now();
     let (Some(pattern), Some(needs)) = (program.patterns.get(p as usize), program.pattern_needs.get(p as usize)) else { return };
-    let (text, _) = lines_of(program, needs, text);
     let from = from.max(searched_from(pattern, text));
     // No match starts before the line of the first byte every match needs.
     let from = match &needs.byte {

@@ -12,7 +12,7 @@ use regex_automata::{hybrid, Input};
 use sift_core::rules::backtrack::{
     Backtrack, BacktrackScratch, Undecided, DEFAULT_STEPS_PER_BYTE, DEFAULT_STEP_BUDGET,
 };
-use sift_core::rules::{perl, Config, RuleSet};
+use sift_core::rules::{perl, Config, RuleSet, RuleType};
 
 mod support;
 use support::perl::perl_lines;
@@ -71,9 +71,13 @@ fn stock_rules_needing_backtracking_compile() {
             Ok(b) => {
                 longest = longest.max(b.program.len());
                 total += b.program.len();
-                // A rawbody pattern that backtracks runs on the text's pieces whole.
-                let lines = matches!(r.ty, "body" | "uri");
-                match RuleSet::fits_dense(&b.relaxed, lines) {
+                let rule_type = match r.ty {
+                    "body" => RuleType::Body,
+                    "uri" => RuleType::Uri,
+                    "rawbody" => RuleType::RawBody,
+                    _ => RuleType::Header,
+                };
+                match RuleSet::fits_dense(&b.relaxed, rule_type) {
                     Ok(true) => dense += 1,
                     Ok(false) => lazy += 1,
                     Err(e) => failed.push(format!("{}: relaxed {} does not build: {e}", r.name, b.relaxed)),

@@ -12,7 +12,8 @@
 //!   kept byte-exact for `raw`; neither includes the trailing line ending;
 //! - `body()`: rendered text of the text parts (decoded, HTML turned to text,
 //!   paragraphs joined into single lines), the Subject as the first line, lines
-//!   separated by `\n`, no trailing `\n`;
+//!   separated by `\n`, no trailing `\n`; `body_lines()`: the same, with the `\n`
+//!   SpamAssassin's last body line has when its text ends with blank lines;
 //! - `rawbody()`: transfer-decoded text parts, not rendered, each part starting on
 //!   a new line (bytes kept in the part's charset, as SpamAssassin keeps them);
 //!   `rawbody_pieces()`: the ranges of it that `rawbody` rules see one at a time;
@@ -33,7 +34,10 @@
 //! - `rawbody` holds parts one after the other, each starting on a new line; rules
 //!   that need SpamAssassin's 2-4 KiB pieces get them from `rawbody_pieces()`, but a
 //!   `^` under `/m` holds after a piece's final `\n` too (Perl's does not), which only
-//!   patterns that can match the empty string there see.
+//!   patterns that can match the empty string there see;
+//! - a body line over 2048 bytes is cut into pieces as SpamAssassin cuts it, but each
+//!   piece but the last ends with a `\n` (SpamAssassin's have none), which a body
+//!   rule's match may end with.
 
 mod addr;
 mod charset;

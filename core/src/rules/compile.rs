@@ -2251,12 +2251,18 @@ impl RuleSet {
         [&self.body, &self.rawbody, &self.rawbody_pieces, &self.full, &self.uri]
     }
 
-    /// Whether a rule's translated pattern gets a dense DFA (`Ok(true)`) or a lazy one, built
-    /// as the compile builds it (`lines`: for body, rawbody and uri); for the stock-rule tests.
+    /// Whether the relaxed form of a backtracking pattern of a `rule_type` rule gets a dense
+    /// DFA (`Ok(true)`) or a lazy one, built as the compile builds it (on body lines, on
+    /// URIs alone, on rawbody's pieces, on a whole text); for the stock-rule tests.
     #[doc(hidden)]
-    pub fn fits_dense(translated: &str, lines: bool) -> Result<bool, String> {
+    pub fn fits_dense(translated: &str, rule_type: RuleType) -> Result<bool, String> {
         let hir = parse_hir(translated)?;
-        let hir = if lines { line_local(&hir, 0) } else { hir };
+        let hir = match rule_type {
+            RuleType::Body => LineEnds::Newline.local(&hir, 0),
+            RuleType::Uri => LineEnds::Bare.local(&hir, 0),
+            RuleType::RawBody => end_before_newline(&hir, 0),
+            _ => hir,
+        };
         let mut prefilters = Prefilters::default();
         let prefilter = prefix_needles(&hir, &mut prefilters).as_deref().and_then(|p| prefilters.fast(p));
         let nfa = build_nfa(&hir).map_err(|e| e.to_string())?;
