@@ -1053,7 +1053,7 @@ fn through_line_end(hir: &Hir, depth: usize) -> Option<Hir> {
     let newline = || Hir::literal(*b"\n");
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => None,
-        HirKind::Literal(lit) => (lit.0.iter().position(|&b| b == b'\n') == Some(lit.0.len() - 1)).then(|| hir.clone()),
+        HirKind::Literal(lit) => memchr::memchr(b'\n', &lit.0).is_some_and(|at| at + 1 == lit.0.len()).then(|| hir.clone()),
         HirKind::Class(Class::Bytes(c)) => c.ranges().iter().any(|r| r.start() <= b'\n' && b'\n' <= r.end()).then(newline),
         HirKind::Class(Class::Unicode(c)) => c.ranges().iter().any(|r| r.start() <= '\n' && '\n' <= r.end()).then(newline),
         HirKind::Capture(c) => through_line_end(&c.sub, depth + 1),
