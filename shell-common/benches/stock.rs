@@ -1,6 +1,7 @@
 //! Scan throughput and startup cost with the stock SpamAssassin rules, on one core.
 //! Run: `cargo bench -p siftd-common --bench stock` (SIFT_BENCH_RULES, SIFT_BENCH_SITE,
-//! SIFT_BENCH_EVERY, SIFT_BENCH_PASSES: see support/inputs.rs).
+//! SIFT_BENCH_EVERY, SIFT_BENCH_PASSES: see support/inputs.rs; SIFT_BENCH_CACHE_MIB,
+//! SIFT_BENCH_CACHE_CURVE: the lazy DFA caches' cap).
 
 use std::time::Instant;
 
@@ -102,4 +103,36 @@ fn main() {
         scratch.lazy_cache_clears()
     );
     profile::print_if_asked(&rules, &messages, &mut scratch);
+    print_cache_curve(&rules, &messages);
+}
+
+/// With `SIFT_BENCH_CACHE_CURVE=24,4,0` (MiB, the daemon's `--lazy-cache-mib`): for each
+/// cap, a fresh worker's scratch, one pass to fill it and one timed; the caps taken in
+/// turn, twice, so that the machine's drift hits them all. Prints each cap's fastest
+/// timed pass and what its caches kept: the memory a child saves against the CPU it pays.
+fn print_cache_curve(rules: &RuleSet, messages: &[Vec<u8>]) {
+    let Ok(list) = std::env::var("SIFT_BENCH_CACHE_CURVE") else { return };
+    let caps: Vec<usize> = list.split(',').filter_map(|v| v.trim().parse().ok()).collect();
+    let mut fastest = vec![f64::MAX; caps.len()];
+    let mut kept = vec![0usize; caps.len()];
+    for _round in 0..2 {
+        for (i, &mib) in caps.iter().enumerate() {
+            let mut scratch = Scratch::new(rules);
+            scratch.set_lazy_cache_budget(mib << 20);
+            for m in messages {
+                let _ = rules.scan(m, &mut scratch);
+            }
+            let started = thread_cpu_time();
+            for m in messages {
+                let _ = rules.scan(m, &mut scratch);
+            }
+            fastest[i] = fastest[i].min((thread_cpu_time() - started).as_secs_f64());
+            kept[i] = scratch.lazy_cache_bytes();
+        }
+    }
+    let n = messages.len().max(1) as f64;
+    println!("lazy DFA cache cap (MiB), fastest of 2 passes (us/message of CPU), caches kept after it (MiB):");
+    for ((mib, secs), bytes) in caps.iter().zip(&fastest).zip(&kept) {
+        println!("  {mib:>4}  {:>8.1}  {:>5.1}", secs / n * 1e6, *bytes as f64 / 1048576.0);
+    }
 }

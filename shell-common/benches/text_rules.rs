@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sift_core::msg::{Limits, Message, MessageBuffers};
-use sift_core::rules::{perl, Config, RuleKind, RuleSet};
+use sift_core::rules::{perl, AddHeader, AddHeaderWhen, Config, RuleKind, RuleSet};
 use sift_core::scan::Scratch;
 use siftd_common::load::load_config;
 use siftd_common::sys::thread_cpu_time;
@@ -48,6 +48,10 @@ fn main() {
             && !left_out.contains(&r.name.as_str())
             && only.as_ref().is_none_or(|only| only.contains(&r.name.as_str()))
     });
+    // With their metas gone, no scored rule reads the `__` sub-rules, and siftd would not
+    // run them; a header listing sub-rules (as SpamAssassin's `_SUBTESTS_` does) makes
+    // every kept rule run, as the reference engines run them all.
+    config.add_headers.push(AddHeader { when: AddHeaderWhen::All, name: "Subtests".into(), template: "_SUBTESTS_".into() });
     let rules = match RuleSet::compile(&config) {
         Ok(r) => r,
         Err(e) => {
