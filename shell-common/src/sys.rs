@@ -691,9 +691,11 @@ fn allocations() -> Allocations {
 }
 
 /// Gives back the pages of the blocks of two pages or more a child freed since it last
-/// did (the buffers a large message grew): one syscall a run of adjacent blocks, between
-/// messages, rather than one a block while a message grows buffers that reuse them.
-/// Returns the runs; none outside a child's arena.
+/// did (the buffers a large message grew), and, once a class of smaller blocks holds
+/// many freed, the pages all of whose blocks are free (the states a message's lazy DFAs
+/// built): one syscall a run of adjacent pages, between messages, rather than one a
+/// block while a message grows buffers that reuse them. Returns the runs; none outside a
+/// child's arena.
 pub fn give_back_freed() -> usize {
     if allocations() == Allocations::ChildArena {
         CHILD_ARENA.with(Arena::give_back_freed)
@@ -731,6 +733,15 @@ const PAGED_CLASSES: usize = CLASSES - FIRST_PAGED_CLASS;
 /// Blocks given back a paged class keeps track of; past them freed blocks stay resident
 /// on the free list.
 const GIVEN_BACK_SLOTS: usize = 64;
+/// The classes of a page or less, whose blocks share pages.
+const SMALL_CLASSES: usize = FIRST_PAGED_CLASS + 1;
+/// Freed bytes a small class holds before its wholly free pages go back: the states a
+/// message's lazy DFAs built, freed with their caches (`--lazy-cache-mib 0`), left about
+/// 500 KiB of small blocks resident in every child.
+const SMALL_GIVE_BACK: usize = 8 * PAGE;
+/// Wholly free pages given back a small class keeps track of; past them they stay
+/// resident on the free list.
+const EMPTY_PAGE_SLOTS: usize = 64;
 
 struct Arena {
     free: [*mut u8; CLASSES],
@@ -744,6 +755,15 @@ struct Arena {
     /// a link, so no page of theirs stays resident), and how many.
     given_back: [[usize; GIVEN_BACK_SLOTS]; PAGED_CLASSES],
     given_back_count: [usize; PAGED_CLASSES],
+    /// By class, the blocks on its free list, and those freed since its wholly free
+    /// pages last went back (a list of pages all partly in use is not sorted again until
+    /// as much more is freed).
+    free_count: [usize; CLASSES],
+    freed_since: [usize; CLASSES],
+    /// By small class, pages whose blocks were all free and went back (off the free
+    /// list, no link in them), and how many.
+    empty_pages: [[usize; EMPTY_PAGE_SLOTS]; SMALL_CLASSES],
+    empty_count: [usize; SMALL_CLASSES],
 }
 
 /// An arena behind a spin lock (the master is one thread once it uses its arena).
@@ -781,6 +801,10 @@ impl Arena {
         give_back: usize::MAX,
         given_back: [[0; GIVEN_BACK_SLOTS]; PAGED_CLASSES],
         given_back_count: [0; PAGED_CLASSES],
+        free_count: [0; CLASSES],
+        freed_since: [0; CLASSES],
+        empty_pages: [[0; EMPTY_PAGE_SLOTS]; SMALL_CLASSES],
+        empty_count: [0; SMALL_CLASSES],
     };
 
     fn class_of(layout: Layout) -> Option<usize> {
@@ -817,9 +841,13 @@ impl Arena {
                 if !head.is_null() {
                     // SAFETY: a freed block of this class holds the next free block's address.
                     self.free[c] = unsafe { head.cast::<*mut u8>().read() };
+                    self.free_count[c] = self.free_count[c].saturating_sub(1);
                     return (head, false);
                 }
                 if let Some(block) = self.take_given_back(c) {
+                    return (block as *mut u8, false);
+                }
+                if let Some(block) = self.take_empty_page(c) {
                     return (block as *mut u8, false);
                 }
                 let size = SMALLEST_CLASS << c;
@@ -844,8 +872,9 @@ impl Arena {
     }
 
     /// Gives back the pages of the freed blocks of [`Arena::give_back`] bytes or more,
-    /// moving them off the free lists; one syscall for each run of adjacent blocks.
-    /// Returns the runs.
+    /// moving them off the free lists, and those of smaller classes' wholly free pages
+    /// once [`SMALL_GIVE_BACK`] bytes were freed; one syscall for each run of adjacent
+    /// pages. Returns the runs.
     fn give_back_freed(&mut self) -> usize {
         let mut runs = 0;
         for (p, (slots, count)) in self.given_back.iter_mut().zip(self.given_back_count.iter_mut()).enumerate() {
@@ -859,6 +888,7 @@ impl Arena {
                 let head = self.free[c];
                 // SAFETY: a freed block of this class holds the next free block's address.
                 self.free[c] = unsafe { head.cast::<*mut u8>().read() };
+                self.free_count[c] = self.free_count[c].saturating_sub(1);
                 *slot = head as usize;
                 *count += 1;
             }
@@ -879,7 +909,91 @@ impl Arena {
                 runs += 1;
             }
         }
+        for c in 0..SMALL_CLASSES {
+            let size = SMALLEST_CLASS << c;
+            if size < self.give_back && self.freed_since[c] * size >= SMALL_GIVE_BACK && self.free_count[c] * size >= SMALL_GIVE_BACK {
+                self.freed_since[c] = 0;
+                runs += self.give_back_empty_pages(c);
+            }
+        }
         runs
+    }
+
+    /// Gives back the pages of small class `c` whose blocks are all on its free list,
+    /// taking those blocks off it; one syscall for each run of adjacent pages. Returns
+    /// the runs.
+    fn give_back_empty_pages(&mut self, c: usize) -> usize {
+        let (Some(pages), Some(count)) = (self.empty_pages.get_mut(c), self.empty_count.get_mut(c)) else { return 0 };
+        let size = SMALLEST_CLASS << c;
+        let per_page = PAGE / size;
+        let page_of = |block: *mut u8| block as usize & !(PAGE - 1);
+        // SAFETY: the list is this class's free list, each block linking the next.
+        let mut block = unsafe { sort_free_list(self.free[c]) };
+        let (mut kept, mut kept_tail) = (std::ptr::null_mut::<u8>(), std::ptr::null_mut::<u8>());
+        let (mut run_start, mut run_end, mut runs) = (0usize, 0usize, 0usize);
+        while !block.is_null() {
+            // The page's blocks are together at the front of the sorted list.
+            let page = page_of(block);
+            let (mut after, mut n) = (block, 0usize);
+            while !after.is_null() && page_of(after) == page {
+                n += 1;
+                // SAFETY: a block of the free list links the next.
+                after = unsafe { after.cast::<*mut u8>().read() };
+            }
+            match pages.get_mut(*count) {
+                Some(slot) if n == per_page => {
+                    *slot = page;
+                    *count += 1;
+                    self.free_count[c] = self.free_count[c].saturating_sub(per_page);
+                    if page != run_end {
+                        runs += give_back_run(run_start, run_end);
+                        run_start = page;
+                    }
+                    run_end = page + PAGE;
+                }
+                _ => {
+                    // Kept on the free list, in order.
+                    let mut b = block;
+                    while b != after {
+                        // SAFETY: as above; the block stays free, relinked after the kept ones.
+                        let next = unsafe { b.cast::<*mut u8>().read() };
+                        if kept_tail.is_null() {
+                            kept = b;
+                        } else {
+                            // SAFETY: the kept list's tail is a free block of this class.
+                            unsafe { kept_tail.cast::<*mut u8>().write(b) };
+                        }
+                        kept_tail = b;
+                        b = next;
+                    }
+                }
+            }
+            block = after;
+        }
+        runs += give_back_run(run_start, run_end);
+        if !kept_tail.is_null() {
+            // SAFETY: as above.
+            unsafe { kept_tail.cast::<*mut u8>().write(std::ptr::null_mut()) };
+        }
+        self.free[c] = kept;
+        runs
+    }
+
+    /// A block of small class `c` from a page given back, if one is left: its other
+    /// blocks go on the free list.
+    fn take_empty_page(&mut self, c: usize) -> Option<usize> {
+        let (pages, n) = (self.empty_pages.get(c)?, self.empty_count.get_mut(c)?);
+        let page = pages.get(n.checked_sub(1)?).copied()?;
+        *n -= 1;
+        let size = SMALLEST_CLASS << c;
+        for block in (page + size..page + PAGE).step_by(size).rev() {
+            // SAFETY: the page is this class's, in one of its slabs, and none of its blocks
+            // is in use or on the free list.
+            unsafe { (block as *mut u8).cast::<*mut u8>().write(self.free[c]) };
+            self.free[c] = block as *mut u8;
+            self.free_count[c] += 1;
+        }
+        Some(page)
     }
 
     /// A block of class `c` given back when freed, if one is left.
@@ -911,6 +1025,8 @@ impl Arena {
                 // SAFETY: the block is at least 16 bytes, ours, and no longer in use.
                 unsafe { ptr.cast::<*mut u8>().write(self.free[c]) };
                 self.free[c] = ptr;
+                self.free_count[c] += 1;
+                self.freed_since[c] += 1;
             }
             None => {
                 let (start, len) = self.regions[i];
@@ -921,6 +1037,76 @@ impl Arena {
             }
         }
         true
+    }
+}
+
+/// Gives back the pages `start..end` (none when empty): 1 for the syscall, else 0.
+fn give_back_run(start: usize, end: usize) -> usize {
+    if end <= start {
+        return 0;
+    }
+    // SAFETY: the pages are an arena's own, page-aligned, and no block on them is in use
+    // or on a free list. Advisory: should it fail, the pages merely stay resident.
+    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+    1
+}
+
+/// Sorts a free list by address through its own links (a bottom-up merge sort: no
+/// memory besides the blocks, as an allocator needs) and returns its new head.
+///
+/// # Safety
+/// `head` starts a list of blocks, each at least a pointer long, holding the next one's
+/// address, the last a null one; nothing else uses them.
+unsafe fn sort_free_list(head: *mut u8) -> *mut u8 {
+    let next = |block: *mut u8| {
+        // SAFETY: every block on the list is a pointer-sized link no one else uses.
+        unsafe { block.cast::<*mut u8>().read() }
+    };
+    let link = |block: *mut u8, to: *mut u8| {
+        // SAFETY: as above, and writable.
+        unsafe { block.cast::<*mut u8>().write(to) }
+    };
+    let mut list = head;
+    let mut width = 1usize;
+    loop {
+        let (mut left, mut tail) = (list, std::ptr::null_mut::<u8>());
+        list = std::ptr::null_mut();
+        let mut merges = 0;
+        while !left.is_null() {
+            merges += 1;
+            // Two sorted runs of `width`: `left` and the one after it.
+            let (mut right, mut left_len) = (left, 0usize);
+            while left_len < width && !right.is_null() {
+                left_len += 1;
+                right = next(right);
+            }
+            let mut right_len = width;
+            while left_len > 0 || (right_len > 0 && !right.is_null()) {
+                let take_left = right_len == 0 || right.is_null() || (left_len > 0 && (left as usize) <= (right as usize));
+                let block = if take_left { left } else { right };
+                if take_left {
+                    left = next(left);
+                    left_len -= 1;
+                } else {
+                    right = next(right);
+                    right_len -= 1;
+                }
+                if tail.is_null() {
+                    list = block;
+                } else {
+                    link(tail, block);
+                }
+                tail = block;
+            }
+            left = right;
+        }
+        if !tail.is_null() {
+            link(tail, std::ptr::null_mut());
+        }
+        if merges <= 1 {
+            return list;
+        }
+        width *= 2;
     }
 }
 
@@ -1283,6 +1469,122 @@ mod tests {
             again.sort();
             freed.sort();
             assert_eq!(again, freed, "{size}: every freed block is reused, none carved anew");
+            let (regions, n) = (arena.regions, arena.count);
+            for &(start, len) in &regions[..n] {
+                // SAFETY: the test's own mappings, no longer used.
+                unsafe { libc::munmap(start as *mut libc::c_void, len) };
+            }
+        }
+    }
+
+    #[test]
+    fn sort_free_list_table() {
+        // (list order, by index into the slots): any order comes out by address.
+        let orders: [&[usize]; 7] = [&[], &[0], &[0, 1], &[1, 0], &[4, 3, 2, 1, 0], &[2, 7, 0, 5, 3, 6, 1, 4], &[8, 1, 6, 3, 0, 5, 2, 7, 4]];
+        let mut slots = vec![0usize; 16];
+        let base = slots.as_mut_ptr();
+        for order in orders {
+            // Each slot is a block; the list links them in `order`.
+            let mut head = std::ptr::null_mut::<u8>();
+            for &i in order.iter().rev() {
+                // SAFETY: i indexes `slots`, a pointer-sized, writable slot.
+                let block = unsafe { base.add(i) };
+                // SAFETY: as above.
+                unsafe { block.cast::<*mut u8>().write(head) };
+                head = block.cast();
+            }
+            // SAFETY: a list of the test's own slots, null-terminated.
+            let mut block = unsafe { sort_free_list(head) };
+            let mut seen = Vec::new();
+            while !block.is_null() {
+                seen.push((block as usize - base as usize) / std::mem::size_of::<usize>());
+                // SAFETY: as above.
+                block = unsafe { block.cast::<*mut u8>().read() };
+            }
+            let mut want = order.to_vec();
+            want.sort_unstable();
+            assert_eq!(seen, want, "{order:?}");
+        }
+    }
+
+    #[test]
+    fn small_blocks_give_back_whole_pages_table() {
+        /// Which blocks of each page are freed.
+        #[derive(Clone, Copy, Debug)]
+        enum Freed {
+            All,
+            /// All, a block of each page in turn: the free list mixes the pages.
+            AllInTurn,
+            AllButOneAPage,
+            EveryOtherPage,
+        }
+        // (block size, pages of blocks, what is freed, syscalls, pages given back)
+        let cases = [
+            (64, 16, Freed::All, 1, 16),
+            (32, 12, Freed::All, 1, 12),
+            (2048, 10, Freed::All, 1, 10),
+            (4096, 9, Freed::All, 1, 9),
+            (64, 16, Freed::AllInTurn, 1, 16),
+            (512, 20, Freed::AllInTurn, 1, 20),
+            (64, 16, Freed::AllButOneAPage, 0, 0),
+            (2048, 16, Freed::EveryOtherPage, 8, 8),
+            // Under SMALL_GIVE_BACK freed bytes: nothing goes.
+            (64, 4, Freed::All, 0, 0),
+            // Past the class's slots the rest stay on the free list.
+            (4096, EMPTY_PAGE_SLOTS + 6, Freed::All, 1, EMPTY_PAGE_SLOTS),
+        ];
+        for (size, pages, freed, runs, given) in cases {
+            let mut arena = Box::new(Arena { give_back: GIVE_BACK_BLOCK, ..Arena::EMPTY });
+            let layout = Layout::from_size_align(size, 8).expect("layout");
+            let per_page = PAGE / size;
+            let blocks: Vec<*mut u8> = (0..pages * per_page).map(|_| arena.alloc(layout)).collect();
+            assert!(blocks.iter().all(|b| !b.is_null()), "{size}");
+            let mut freed_blocks = Vec::new();
+            let mut order: Vec<usize> = (0..blocks.len()).collect();
+            if let Freed::AllInTurn = freed {
+                order.sort_by_key(|&i| (i % per_page, i / per_page));
+            }
+            for i in order {
+                let b = blocks[i];
+                let (page, at) = (i / per_page, i % per_page);
+                let free = match freed {
+                    Freed::All | Freed::AllInTurn => true,
+                    Freed::AllButOneAPage => at != 0,
+                    Freed::EveryOtherPage => page % 2 == 0,
+                };
+                // SAFETY: b is a block of `size` bytes.
+                unsafe { std::ptr::write_bytes(b, 0xa5, size) };
+                if free {
+                    arena.dealloc(b, layout);
+                    freed_blocks.push(b);
+                }
+            }
+            let c = Arena::class_of(layout).expect("a class");
+            assert_eq!(arena.give_back_freed(), runs, "{size} x{pages} {freed:?}: syscalls");
+            assert_eq!(arena.empty_count[c], given, "{size} x{pages} {freed:?}: pages given back");
+            assert_eq!(arena.free_count[c], freed_blocks.len() - given * per_page, "{size}: left on the free list");
+            if cfg!(target_os = "linux") {
+                let zero = freed_blocks.iter().filter(|&&b| {
+                    // SAFETY: the block stays mapped in the arena's slab.
+                    unsafe { std::slice::from_raw_parts(b, size) }.iter().all(|&x| x == 0)
+                });
+                assert_eq!(zero.count(), given * per_page, "{size}: the blocks given back read zero");
+            }
+            assert_eq!(arena.give_back_freed(), 0, "{size}: nothing freed since");
+            if let Freed::AllButOneAPage = freed {
+                // What stays partly in use is not sorted again until as much more is freed.
+                assert_eq!(arena.freed_since[c], 0, "{size}: counted from the pass");
+            }
+            // Every freed block is handed out again, once, before any new one.
+            let mut again: Vec<*mut u8> = (0..freed_blocks.len()).map(|_| arena.alloc(layout)).collect();
+            for &b in &again {
+                // SAFETY: a live block of `size` bytes.
+                unsafe { std::ptr::write_bytes(b, 0x5a, size) };
+            }
+            again.sort();
+            freed_blocks.sort();
+            assert_eq!(again, freed_blocks, "{size} x{pages} {freed:?}: reused, none carved anew");
+            assert_eq!((arena.free_count[c], arena.empty_count[c]), (0, 0), "{size}: all taken");
             let (regions, n) = (arena.regions, arena.count);
             for &(start, len) in &regions[..n] {
                 // SAFETY: the test's own mappings, no longer used.
