@@ -902,11 +902,9 @@ impl Arena {
                     end += size;
                     i += 1;
                 }
-                // SAFETY: the blocks first..end are ours, page-aligned (a block is aligned
-                // to its size within a page-aligned slab), adjacent and no longer in use.
-                // Advisory: should it fail, the pages merely stay resident.
-                unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
-                runs += 1;
+                // The blocks first..end are page-aligned (a block is aligned to its size
+                // within a page-aligned slab), adjacent and no longer in use.
+                runs += give_back_run(first, end);
             }
         }
         for c in 0..SMALL_CLASSES {
@@ -1040,13 +1038,15 @@ impl Arena {
     }
 }
 
-/// Gives back the pages `start..end` (none when empty): 1 for the syscall, else 0.
+/// Gives back the pages `start..end` of an arena, page-aligned, none of whose bytes is
+/// in use or holds a free list's link (none when empty): 1 for the syscall, else 0.
 fn give_back_run(start: usize, end: usize) -> usize {
     if end <= start {
         return 0;
     }
-    // SAFETY: the pages are an arena's own, page-aligned, and no block on them is in use
-    // or on a free list. Advisory: should it fail, the pages merely stay resident.
+    // SAFETY: as the callers guarantee, the pages are an arena's own, page-aligned, and
+    // nothing on them is in use or read again before it is written. Advisory: should it
+    // fail, the pages merely stay resident.
     unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
     1
 }
